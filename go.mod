@@ -1,0 +1,3 @@
+module github.com/pipecast/pipecast
+
+go 1.26.8

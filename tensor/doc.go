@@ -1,0 +1,25 @@
+// Package tensor owns pipecast's tensor core: the Tensor type (float32,
+// NCHW, a shape and storage on one device), the Device interface that every
+// backend implements (allocation tagged with a memory category, live and
+// peak bytes per category, copies between devices, a monotonic clock, and
+// the kernels the model zoo needs), and the backend registry through which
+// a name such as "cpu" resolves to a constructor.
+//
+// # Ownership
+//
+// A Tensor returned by Device.Alloc holds one reference. Retain adds a
+// reference, Release drops one; the storage goes back to the device, and
+// its bytes leave the live count of its category, when the last reference
+// is released. Views made by Reshape share storage and references with the
+// tensor they view.
+//
+// # Kernels
+//
+// Kernels write into tensors the caller allocated; they never allocate
+// results, only workspace, which they account in the Workspace category and
+// release before they return. Parameter-gradient kernels accumulate into
+// their outputs (as torch accumulates .grad until zero_grad); all other
+// kernels overwrite theirs.
+//
+// Backends are tested by one shared suite, package tensortest.
+package tensor
