@@ -1,7 +1,54 @@
 package cpu
 
-import "github.com/pipecast/pipecast/tensor"
+import (
+	"fmt"
 
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// SGDStep applies one step of torch.optim.SGD (torch 1.13's
+// _single_tensor_sgd) to w: d = g + WeightDecay·w; with momentum, buf = d
+// on the first step, else Momentum·buf + (1 − Dampening)·d, and d = d +
+// Momentum·buf with Nesterov, else buf; w −= LR·d. buf is not used, and
+// may be nil, when Momentum is 0.
 func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {
-	panic("cpu: not implemented")
+	const op = "sgd step"
+	mustAgree(op, w, g)
+	wd := d.data(op, w, w.Len())
+	gd := d.data(op, g, w.Len())
+	lr, decay := p.LR, p.WeightDecay
+	if p.Momentum == 0 {
+		d.pool.parallel(len(wd), elementGrain, func(lo, hi int) {
+			ws, gs := wd[lo:hi], gd[lo:hi]
+			for i := range ws {
+				ws[i] -= lr * (gs[i] + decay*ws[i])
+			}
+		})
+		return
+	}
+	if buf == nil {
+		panic(fmt.Sprintf("cpu: %s: momentum %v needs a momentum buffer", op, p.Momentum))
+	}
+	mustAgree(op, w, buf)
+	bd := d.data(op, buf, w.Len())
+	mom, keep, nesterov := p.Momentum, 1-p.Dampening, p.Nesterov
+	d.pool.parallel(len(wd), elementGrain, func(lo, hi int) {
+		ws, gs, bs := wd[lo:hi], gd[lo:hi], bd[lo:hi]
+		for i := range ws {
+			step := gs[i] + decay*ws[i]
+			// torch clones d into the buffer on the first step, without
+			// dampening.
+			b := step
+			if !first {
+				b = mom*bs[i] + keep*step
+			}
+			bs[i] = b
+			if nesterov {
+				step += mom * b
+			} else {
+				step = b
+			}
+			ws[i] -= lr * step
+		}
+	})
 }

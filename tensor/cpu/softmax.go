@@ -1,7 +1,73 @@
 package cpu
 
-import "github.com/pipecast/pipecast/tensor"
+import (
+	"fmt"
+	"math"
 
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// SoftmaxCrossEntropy returns scale·Σ_i −log softmax(logits_i)[labels_i]
+// over the rows of logits [N, classes] and, unless dlogits is nil, sets
+// dlogits = scale·(softmax − onehot(labels)).
+//
+// Each row is shifted by its maximum before exponentiating, so no
+// exponential exceeds 1 and none overflows whatever the logits' range;
+// the exponentials, their sum and the log-sum-exp are float64, so the
+// loss carries no float32 round-off beyond the logits' own.
 func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
-	panic("cpu: not implemented")
+	const op = "softmax cross-entropy"
+	if logits.Rank() != 2 {
+		panic(fmt.Sprintf("cpu: %s: logits of shape %v, want [N, classes]", op, logits.Shape()))
+	}
+	n, classes := logits.Dim(0), logits.Dim(1)
+	if len(labels) != n {
+		panic(fmt.Sprintf("cpu: %s: %d labels for %d rows of logits", op, len(labels), n))
+	}
+	for i, l := range labels {
+		if l < 0 || int(l) >= classes {
+			panic(fmt.Sprintf("cpu: %s: label %d of row %d outside [0, %d)", op, l, i, classes))
+		}
+	}
+	x := d.data(op, logits, logits.Len())
+	var dx []float32
+	if dlogits != nil {
+		mustAgree(op, logits, dlogits)
+		dx = d.data(op, dlogits, logits.Len())
+	}
+	s := float64(scale)
+	// Each row's loss lands in its own slot and the slots are summed in
+	// row order afterwards, so the result does not depend on how many
+	// threads the device has.
+	losses := make([]float64, n)
+	d.pool.parallel(n, max(1, elementGrain/classes), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := x[i*classes : (i+1)*classes]
+			m := float64(row[0])
+			for _, v := range row[1:] {
+				m = max(m, float64(v))
+			}
+			sum := 0.0
+			for _, v := range row {
+				sum += math.Exp(float64(v) - m)
+			}
+			label := int(labels[i])
+			losses[i] = s * (math.Log(sum) - (float64(row[label]) - m))
+			if dx == nil {
+				continue
+			}
+			// Recomputing the exponentials costs as much as the first
+			// pass but rounds each gradient once, from float64.
+			out := dx[i*classes : (i+1)*classes]
+			for j, v := range row {
+				out[j] = float32(s * math.Exp(float64(v)-m) / sum)
+			}
+			out[label] = float32(s * (math.Exp(float64(row[label])-m)/sum - 1))
+		}
+	})
+	total := 0.0
+	for _, l := range losses {
+		total += l
+	}
+	return total
 }

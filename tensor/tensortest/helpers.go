@@ -98,7 +98,8 @@ func (g *guarded) release() {
 }
 
 // compare fails the test unless every got[i] is within atol + rtol·|want[i]|
-// of want[i]; it reports the worst element.
+// of want[i] (with both tolerances 0, exactly equal); a NaN must be matched
+// by a NaN. It reports the worst element.
 func compare(t *testing.T, what string, got []float32, want []float64, rtol, atol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -107,12 +108,22 @@ func compare(t *testing.T, what string, got []float32, want []float64, rtol, ato
 	worst, at := 0.0, -1
 	for i := range got {
 		g := float64(got[i])
-		if math.IsNaN(g) != math.IsNaN(want[i]) {
-			t.Errorf("%s[%d]: got %v, want %v", what, i, g, want[i])
-			return
+		if math.IsNaN(g) || math.IsNaN(want[i]) {
+			if math.IsNaN(g) != math.IsNaN(want[i]) {
+				t.Errorf("%s[%d]: got %v, want %v", what, i, g, want[i])
+				return
+			}
+			continue
 		}
-		excess := math.Abs(g-want[i]) / (atol + rtol*math.Abs(want[i]))
-		if excess > worst || math.IsNaN(excess) {
+		diff := math.Abs(g - want[i])
+		if diff == 0 {
+			continue
+		}
+		excess := math.Inf(1) // any difference fails an exact comparison
+		if tol := atol + rtol*math.Abs(want[i]); tol > 0 {
+			excess = diff / tol
+		}
+		if excess > worst {
 			worst, at = excess, i
 		}
 	}

@@ -1,9 +1,123 @@
 package tensortest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/pipecast/pipecast/tensor"
+	"github.com/pipecast/pipecast/tensor/reference"
 )
 
-func testSGD(t *testing.T, dev tensor.Device) { t.Skip("not written yet") }
+// sgdSteps is how many optimizer steps each case runs: the first, which
+// initialises the momentum buffer, and several that use it.
+const sgdSteps = 5
+
+func testSGD(t *testing.T, dev tensor.Device) {
+	var configs []tensor.SGDParams
+	for _, momentum := range []float32{0, 0.9} {
+		for _, dampening := range []float32{0, 0.1} {
+			for _, decay := range []float32{0, 1e-4} {
+				for _, nesterov := range []bool{false, true} {
+					// torch.optim.SGD refuses Nesterov without momentum
+					// or with dampening.
+					if nesterov && (momentum == 0 || dampening != 0) {
+						continue
+					}
+					configs = append(configs, tensor.SGDParams{LR: 0.1, Momentum: momentum,
+						Dampening: dampening, WeightDecay: decay, Nesterov: nesterov})
+				}
+			}
+		}
+	}
+	// A weight decay large enough that a misapplied term shows at any
+	// size of the gradient.
+	configs = append(configs, tensor.SGDParams{LR: 0.05, Momentum: 0.5, Dampening: 0.3, WeightDecay: 0.2})
+	rng := newRand(9)
+	for _, p := range configs {
+		for _, n := range elementwiseSizes {
+			t.Run(fmt.Sprintf("%+v/n=%d", p, n), func(t *testing.T) {
+				w0 := randSlice(rng, n)
+				w := newGuarded(dev, tensor.Weights, tensor.Shape{n}, w0)
+				defer w.release()
+				wantW := widen(w0)
+				var buf *guarded
+				var bufT *tensor.Tensor
+				var wantBuf []float64
+				if p.Momentum != 0 {
+					// No initial contents: the guard value fills the
+					// buffer, which the first step must overwrite.
+					buf = newGuarded(dev, tensor.Optimizer, tensor.Shape{n}, nil)
+					defer buf.release()
+					bufT = buf.T
+					wantBuf = make([]float64, n)
+				}
+				for step := range sgdSteps {
+					gs := randSlice(rng, n)
+					g := upload(dev, tensor.Gradients, tensor.Shape{n}, gs)
+					dev.SGDStep(w.T, g, bufT, p, step == 0)
+					g.Release()
+					reference.SGDStep(wantW, widen(gs), wantBuf, p, step == 0)
+					what := fmt.Sprintf("step %d: w", step)
+					compare(t, what, w.check(t, what), wantW, sgdRTol, sgdATol)
+					if buf != nil {
+						what := fmt.Sprintf("step %d: buf", step)
+						compare(t, what, buf.check(t, what), wantBuf, sgdRTol, sgdATol)
+					}
+				}
+			})
+		}
+	}
+	t.Run("by hand", func(t *testing.T) { testSGDByHand(t, dev) })
+
+	w := dev.Alloc(tensor.Weights, 4)
+	g := dev.Alloc(tensor.Gradients, 4)
+	b := dev.Alloc(tensor.Optimizer, 5)
+	defer w.Release()
+	defer g.Release()
+	defer b.Release()
+	checkKernelPanics(t, "SGDStep with momentum and no buffer",
+		func() { dev.SGDStep(w, g, nil, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
+	checkKernelPanics(t, "SGDStep with a buffer of another shape",
+		func() { dev.SGDStep(w, g, b, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
+	checkKernelPanics(t, "SGDStep with a gradient of another shape",
+		func() { dev.SGDStep(w, b, nil, tensor.SGDParams{LR: 1}, true) })
+}
+
+// testSGDByHand checks two steps worked out from torch.optim.SGD's
+// update rule, independently of the reference package, with values
+// exact in binary so that float32 reproduces them exactly.
+func testSGDByHand(t *testing.T, dev tensor.Device) {
+	tests := []struct {
+		name    string
+		p       tensor.SGDParams
+		wantW   float64 // after two steps
+		wantBuf float64
+	}{
+		// w = 1, g = 0.5 at both steps.
+		// plain: w = 1 − 0.5·0.5 = 0.75, then 0.75 − 0.25 = 0.5.
+		{"plain", tensor.SGDParams{LR: 0.5}, 0.5, 0},
+		// decay 0.5: d = 0.5 + 0.5 = 1, w = 0.5; d = 0.5 + 0.25 = 0.75,
+		// w = 0.5 − 0.375 = 0.125.
+		{"weight decay", tensor.SGDParams{LR: 0.5, WeightDecay: 0.5}, 0.125, 0},
+		// momentum 0.5, dampening 0.5: buf = 0.5 (no dampening on the
+		// first step), w = 0.75; buf = 0.25 + 0.25 = 0.5, w = 0.5.
+		{"momentum", tensor.SGDParams{LR: 0.5, Momentum: 0.5, Dampening: 0.5}, 0.5, 0.5},
+		// Nesterov, momentum 0.5: buf = 0.5, d = 0.5 + 0.25 = 0.75, w =
+		// 0.625; buf = 0.25 + 0.5 = 0.75, d = 0.5 + 0.375 = 0.875, w =
+		// 0.625 − 0.4375 = 0.1875.
+		{"nesterov", tensor.SGDParams{LR: 0.5, Momentum: 0.5, Nesterov: true}, 0.1875, 0.75},
+	}
+	for _, tc := range tests {
+		w := upload(dev, tensor.Weights, tensor.Shape{1}, []float32{1})
+		g := upload(dev, tensor.Gradients, tensor.Shape{1}, []float32{0.5})
+		buf := dev.Alloc(tensor.Optimizer, 1)
+		for step := range 2 {
+			dev.SGDStep(w, g, buf, tc.p, step == 0)
+		}
+		compare(t, tc.name+": w", tensor.ToHost(w), []float64{tc.wantW}, 0, 0)
+		compare(t, tc.name+": buf", tensor.ToHost(buf), []float64{tc.wantBuf}, 0, 0)
+		w.Release()
+		g.Release()
+		buf.Release()
+	}
+}

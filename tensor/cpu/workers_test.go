@@ -1,0 +1,213 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// span is one call of a parallel body.
+type span struct{ lo, hi int }
+
+// record runs p.parallel(n, grain) with a body that notes the ranges it
+// was called with and how many times each index was visited.
+func record(p *pool, n, grain int) (spans []span, visits []int32) {
+	visits = make([]int32, max(n, 0))
+	var mu sync.Mutex
+	p.parallel(n, grain, func(lo, hi int) {
+		mu.Lock()
+		spans = append(spans, span{lo, hi})
+		mu.Unlock()
+		for i := lo; i < hi; i++ {
+			atomic.AddInt32(&visits[i], 1)
+		}
+	})
+	return spans, visits
+}
+
+func TestParallelCoversOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 4, 7} {
+		p := newPool(threads)
+		for _, n := range []int{0, 1, 2, 3, 5, 10, 11, 50, 1001} {
+			for _, grain := range []int{-1, 0, 1, 2, 3, 7, 64, 2000} {
+				t.Run(fmt.Sprintf("threads=%d/n=%d/grain=%d", threads, n, grain), func(t *testing.T) {
+					spans, visits := record(p, n, grain)
+					for i, v := range visits {
+						if v != 1 {
+							t.Fatalf("index %d visited %d times, want once (ranges %v)", i, v, spans)
+						}
+					}
+					if n == 0 && len(spans) != 0 {
+						t.Errorf("n=0: got calls %v, want none", spans)
+					}
+					if len(spans) > threads {
+						t.Errorf("got %d ranges, want at most %d threads' worth: %v", len(spans), threads, spans)
+					}
+					g := max(grain, 1)
+					for _, s := range spans {
+						if s.lo < 0 || s.hi > n || s.lo >= s.hi {
+							t.Errorf("range [%d, %d) is empty or outside [0, %d)", s.lo, s.hi, n)
+						}
+						if len(spans) > 1 && s.hi-s.lo < g {
+							t.Errorf("range [%d, %d) holds fewer than grain=%d items", s.lo, s.hi, g)
+						}
+					}
+					// The pool splits as finely as grain and threads
+					// allow, so big loops really use every thread.
+					if want := min(threads, n/g); want > 1 && len(spans) != want {
+						t.Errorf("got %d ranges, want %d", len(spans), want)
+					}
+				})
+			}
+		}
+		p.close()
+	}
+}
+
+func TestParallelSmallLoopStaysOnOneCall(t *testing.T) {
+	p := newPool(4)
+	defer p.close()
+	tests := []struct {
+		name     string
+		n, grain int
+	}{
+		{name: "fewer items than grain", n: 5, grain: 8},
+		{name: "exactly grain", n: 8, grain: 8},
+		{name: "under two grains", n: 15, grain: 8},
+		{name: "one item", n: 1, grain: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spans, _ := record(p, tc.n, tc.grain)
+			if len(spans) != 1 || spans[0] != (span{0, tc.n}) {
+				t.Errorf("got calls %v, want the single call [0, %d)", spans, tc.n)
+			}
+		})
+	}
+}
+
+func TestParallelBoundedConcurrency(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
+			p := newPool(threads)
+			defer p.close()
+			var active, peak atomic.Int32
+			body := func(lo, hi int) {
+				a := active.Add(1)
+				for {
+					m := peak.Load()
+					if a <= m || peak.CompareAndSwap(m, a) {
+						break
+					}
+				}
+				time.Sleep(50 * time.Microsecond) // give the other ranges a chance to overlap
+				active.Add(-1)
+			}
+			for _, n := range []int{1, 3, 7, 64, 1000} {
+				for rep := 0; rep < 5; rep++ {
+					p.parallel(n, 1, body)
+				}
+			}
+			if got := peak.Load(); got > int32(threads) {
+				t.Errorf("got %d ranges running at once, want at most %d", got, threads)
+			}
+			if got := active.Load(); got != 0 {
+				t.Errorf("%d ranges still running after parallel returned", got)
+			}
+		})
+	}
+}
+
+func TestParallelUsesEveryThread(t *testing.T) {
+	// Every range waits until all threads are inside the body at once: the
+	// call completes only if the pool really runs threads ranges in
+	// parallel, and the deadline turns a serialised pool into a failure
+	// instead of a hang.
+	for _, threads := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
+			p := newPool(threads)
+			defer p.close()
+			var arrived atomic.Int32
+			all := make(chan struct{})
+			var timedOut atomic.Bool
+			p.parallel(threads, 1, func(lo, hi int) {
+				if arrived.Add(1) == int32(threads) {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-time.After(10 * time.Second):
+					timedOut.Store(true)
+				}
+			})
+			if timedOut.Load() {
+				t.Errorf("only %d of %d ranges ran at once", arrived.Load(), threads)
+			}
+		})
+	}
+}
+
+func TestPoolCloseStopsWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	const threads = 6
+	p := newPool(threads)
+	if got := runtime.NumGoroutine() - before; got < threads-1 {
+		t.Fatalf("newPool(%d) started %d goroutines, want %d workers", threads, got, threads-1)
+	}
+	p.parallel(100, 1, func(lo, hi int) {})
+	done := make(chan struct{})
+	go func() {
+		p.close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not return: the workers did not stop")
+	}
+	// A worker has called Done before it has fully exited, so give the
+	// scheduler a moment to retire the goroutines.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Errorf("goroutines after close: got %d, want at most %d as before newPool", got, before)
+	}
+}
+
+func TestDeviceCloseStopsPool(t *testing.T) {
+	before := runtime.NumGoroutine()
+	d := New(tensor.Options{Threads: 4})
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Errorf("goroutines after Device.Close: got %d, want at most %d", got, before)
+	}
+}
+
+// The dispatch benchmarks measure what one parallel call costs beyond its
+// work, which tells how large a grain must be for splitting to pay.
+func BenchmarkParallelDispatch1(b *testing.B) { benchmarkParallelDispatch(b, 1) }
+func BenchmarkParallelDispatch2(b *testing.B) { benchmarkParallelDispatch(b, 2) }
+func BenchmarkParallelDispatch4(b *testing.B) { benchmarkParallelDispatch(b, 4) }
+
+func benchmarkParallelDispatch(b *testing.B, threads int) {
+	p := newPool(threads)
+	defer p.close()
+	var sink atomic.Int64
+	body := func(lo, hi int) { sink.Add(int64(hi - lo)) }
+	for b.Loop() {
+		p.parallel(threads, 1, body)
+	}
+}
