@@ -1,0 +1,113 @@
+// Package cli holds pipecast's command line: one cobra command per file,
+// each an options struct filled from flags and a run function that does
+// the work, so that flag parsing and running are tested apart.
+//
+// Data goes to standard output, messages to standard error. Exit codes:
+// 0 on success, 1 when a command fails, 2 for a usage error.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// IOStreams are the streams a command reads and writes: data to Out,
+// diagnostics to ErrOut.
+type IOStreams struct {
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// NewCmdRoot returns the pipecast command with every subcommand attached.
+func NewCmdRoot(streams *IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pipecast",
+		Short: "Train, profile and predict pipeline-parallel deep learning",
+		Long: `pipecast runs real pipeline-parallel training of deep networks (VGG16-BN,
+ResNet-50, Inception-v3 and an MLP) on several devices under the GPipe,
+cooperative, 1F1B and single-device schedules, records the time and memory
+of every device, and predicts the runtime and memory of configurations that
+were never run.`,
+		// Errors are printed once, by Execute, in pipecast's own format.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The root command is runnable only so that cobra validates its
+		// arguments with rootArgs: otherwise an unknown command is a plain
+		// error that cannot be told apart from a failure.
+		Args: rootArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	// A runnable root would list "pipecast [flags]" as a usage line; it
+	// only ever prints help, so show the command form alone.
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(),
+		"{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	cmd.AddCommand(NewCmdVersion(streams, nil))
+	return cmd
+}
+
+// rootArgs rejects an argument that names no command, suggesting the
+// closest ones.
+func rootArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		quoted := make([]string, len(s))
+		for i, name := range s {
+			quoted[i] = strconv.Quote(name)
+		}
+		msg += "; did you mean " + strings.Join(quoted, " or ") + "?"
+	}
+	return &UsageError{Err: errors.New(msg)}
+}
+
+// noArgs is cobra.NoArgs with its error made a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%q accepts no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// Execute runs the command line args (without the program name) and
+// returns the exit code. An error is printed to streams.ErrOut as
+// "pipecast: <message>", with a pointer to the help for usage errors.
+func Execute(ctx context.Context, args []string, streams *IOStreams) ExitCode {
+	root := NewCmdRoot(streams)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	code := exitCodeFor(err)
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "pipecast: %v\n", err)
+	}
+	if code == ExitUsage && cmd != nil {
+		fmt.Fprintf(streams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// Main runs pipecast with the process's arguments and standard streams.
+// An interrupt cancels the context the commands run under, so that long
+// work can stop cleanly.
+func Main() ExitCode {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return Execute(ctx, os.Args[1:], &IOStreams{Out: os.Stdout, ErrOut: os.Stderr})
+}
