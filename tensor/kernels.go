@@ -115,9 +115,19 @@ type Conv2DParams struct {
 }
 
 // OutSize returns the output height and width of a convolution with a
-// KH×KW kernel on an H×W input.
+// KH×KW kernel on an H×W input; a dimension is 0 when the kernel does not
+// fit in the padded input.
 func (p Conv2DParams) OutSize(h, w, kh, kw int) (oh, ow int) {
-	return (h+2*p.PadH-kh)/p.StrideH + 1, (w+2*p.PadW-kw)/p.StrideW + 1
+	return windows(h+2*p.PadH, kh, p.StrideH), windows(w+2*p.PadW, kw, p.StrideW)
+}
+
+// windows returns how many windows of size k at the given stride fit in n
+// elements (torch's floor((n − k)/stride) + 1), or 0 when none does.
+func windows(n, k, stride int) int {
+	if n < k {
+		return 0
+	}
+	return (n-k)/stride + 1
 }
 
 // Validate reports parameters no convolution can have.
@@ -137,9 +147,10 @@ type Pool2DParams struct {
 }
 
 // OutSize returns the pooled height and width of an H×W input (ceil_mode
-// off, as torch's default).
+// off, as torch's default); a dimension is 0 when the window does not fit
+// in the padded input.
 func (p Pool2DParams) OutSize(h, w int) (oh, ow int) {
-	return (h+2*p.PadH-p.KH)/p.StrideH + 1, (w+2*p.PadW-p.KW)/p.StrideW + 1
+	return windows(h+2*p.PadH, p.KH, p.StrideH), windows(w+2*p.PadW, p.KW, p.StrideW)
 }
 
 // Validate reports parameters torch would reject, such as padding larger

@@ -1,0 +1,189 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pipecast/pipecast/tensor"
+	"github.com/pipecast/pipecast/tensor/cpu"
+)
+
+// newDevice opens the CPU device the tests run on and closes it when the
+// test ends.
+func newDevice(t *testing.T) tensor.Device {
+	t.Helper()
+	dev := cpu.New(tensor.Options{Threads: 2})
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// newRand returns a generator with a fixed seed, so that every failure
+// reproduces.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6d6f64656c73)) }
+
+// randSlice returns n values uniform in [-1, 1).
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.Float64()*2 - 1)
+	}
+	return s
+}
+
+// widen converts float32 data to float64 for a reference computation.
+func widen(s []float32) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// host returns a tensor's elements in float64.
+func host(t *tensor.Tensor) []float64 { return widen(tensor.ToHost(t)) }
+
+// uploadRand allocates a tensor of the given shape in category cat
+// holding values uniform in [-1, 1) and returns it with its float64
+// copy. Tests upload inputs outside the Activations category, so that
+// Activations shows only what layers allocate.
+func uploadRand(dev tensor.Device, cat tensor.Category, rng *rand.Rand, shape ...int) (*tensor.Tensor, []float64) {
+	data := randSlice(rng, tensor.Shape(shape).Numel())
+	return tensor.FromHost(dev, cat, shape, data), widen(data)
+}
+
+// compare fails the test unless every got[i] is within rtol·|want[i]| +
+// atol·max|want| of want[i]. The absolute part scales with the largest
+// expected value because float32 errors in sums and in cancelling
+// differences are relative to the magnitude of the terms, which the
+// largest result approximates; a gradient element that cancels to near
+// zero is judged against that scale. It reports the worst element.
+func compare(t *testing.T, what string, got, want []float64, rtol, atol float64) {
+	t.Helper()
+	compareScaled(t, what, got, want, rtol, atol, 0)
+}
+
+// compareScaled is compare with the absolute part atol·max(max|want|,
+// floor): a gradient that cancels to zero everywhere (a bias followed by
+// batch norm) is a sum of terms as large as the model's other gradients,
+// and its float32 error is relative to those, which floor gives.
+func compareScaled(t *testing.T, what string, got, want []float64, rtol, atol, floor float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %d values, want %d", what, len(got), len(want))
+		return
+	}
+	scale := floor
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	worst, at := 0.0, -1
+	for i := range got {
+		if math.IsNaN(got[i]) != math.IsNaN(want[i]) {
+			t.Errorf("%s[%d]: got %v, want %v", what, i, got[i], want[i])
+			return
+		}
+		bound := rtol*math.Abs(want[i]) + atol*scale
+		excess := math.Abs(got[i] - want[i])
+		if bound > 0 {
+			excess /= bound
+		} else if excess > 0 {
+			excess = math.Inf(1)
+		}
+		if excess > worst {
+			worst, at = excess, i
+		}
+	}
+	if worst > 1 {
+		t.Errorf("%s[%d]: got %v, want %v (error %.3g× the tolerance rtol=%g atol=%g·%.3g)",
+			what, at, got[at], want[at], worst, rtol, atol, scale)
+	}
+}
+
+// equalValues fails the test unless got and want are identical.
+func equalValues(t *testing.T, what string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %d values, want %d", what, len(got), len(want))
+		return
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s[%d]: got %v, want %v", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// numericGrad returns the central finite-difference gradient of f at x,
+// in float64: (f(x+h) − f(x−h)) / 2h per coordinate.
+func numericGrad(f func() float64, x []float64, h float64) []float64 {
+	g := make([]float64, len(x))
+	for i := range x {
+		old := x[i]
+		x[i] = old + h
+		fp := f()
+		x[i] = old - h
+		fm := f()
+		x[i] = old
+		g[i] = (fp - fm) / (2 * h)
+	}
+	return g
+}
+
+// dot returns Σ a[i]·b[i]; tests turn a tensor-valued function into the
+// scalar ⟨y(x), dy⟩, whose gradient is the backward pass of dy.
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// releaseLayer frees every parameter and buffer of l and its children.
+func releaseLayer(l Layer) {
+	for _, p := range Params(l) {
+		p.Param.Release()
+	}
+	for _, b := range Buffers(l) {
+		b.Buffer.Value.Release()
+		b.Buffer.Value = nil
+	}
+}
+
+// checkLive fails the test unless the device's live bytes in cat are
+// want.
+func checkLive(t *testing.T, dev tensor.Device, what string, cat tensor.Category, want int64) {
+	t.Helper()
+	if got := dev.Memory().LiveBytes[cat]; got != want {
+		t.Errorf("%s: %d bytes live in %s, want %d", what, got, cat, want)
+	}
+}
+
+// checkNoLeak fails the test unless nothing at all is live on dev.
+func checkNoLeak(t *testing.T, dev tensor.Device) {
+	t.Helper()
+	if m := dev.Memory(); m.LiveTotalBytes != 0 {
+		t.Errorf("%s: %d bytes still live (by category %v)", dev.Name(), m.LiveTotalBytes, m.LiveBytes)
+	}
+}
+
+// mustPanic fails the test unless fn panics with a message containing
+// want.
+func mustPanic(t *testing.T, what, want string, fn func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Errorf("%s: no panic, want one mentioning %q", what, want)
+			return
+		}
+		if msg, _ := r.(string); !strings.Contains(msg, want) {
+			t.Errorf("%s: panic %v, want one mentioning %q", what, r, want)
+		}
+	}()
+	fn()
+}

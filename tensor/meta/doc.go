@@ -1,0 +1,10 @@
+// Package meta is a backend that stores and computes nothing: its tensors
+// have shapes and are accounted by category like any other, and its
+// kernels only count the multiply-accumulates they would perform. Running
+// a model's forward on a meta device therefore yields, in microseconds and
+// without memory, its output shapes, the bytes each layer keeps for
+// backward (with sharing between layers resolved by the same reference
+// counts as a real run) and its MACs — the cost annotations the
+// partitioner and the predictor use. Like torch's meta device, it is not
+// registered for running training.
+package meta

@@ -1,0 +1,91 @@
+package meta
+
+import (
+	"fmt"
+
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// The kernels check the shapes that determine their cost, count MACs
+// where they are the network's cost, and otherwise do nothing.
+
+func (d *Device) Fill(t *tensor.Tensor, v float32)                                        {}
+func (d *Device) Copy(dst, src *tensor.Tensor)                                            {}
+func (d *Device) Scale(t *tensor.Tensor, alpha float32)                                   {}
+func (d *Device) Add(y, a, b *tensor.Tensor)                                              { tensor.SameShape("add", y, a, b) }
+func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor)                                 {}
+func (d *Device) ReLUForward(x, y *tensor.Tensor)                                         {}
+func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor)                                   {}
+func (d *Device) AdaptiveAvgPool2DForward(x, y *tensor.Tensor)                            {}
+func (d *Device) AdaptiveAvgPool2DBackward(dy, dx *tensor.Tensor)                         {}
+func (d *Device) ConcatChannels(dst *tensor.Tensor, srcs []*tensor.Tensor)                {}
+func (d *Device) SplitChannels(src *tensor.Tensor, dsts []*tensor.Tensor)                 {}
+func (d *Device) DropoutForward(x, y *tensor.Tensor, p float32, key tensor.DropoutKey)    {}
+func (d *Device) DropoutBackward(dy, dx *tensor.Tensor, p float32, key tensor.DropoutKey) {}
+func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool)        {}
+
+func (d *Device) MaxPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams)       {}
+func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DParams) {}
+func (d *Device) AvgPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams)       {}
+func (d *Device) AvgPool2DBackward(dy, dx *tensor.Tensor, p tensor.Pool2DParams)    {}
+
+func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams) {
+}
+func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor, p tensor.BatchNormParams) {
+}
+func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
+}
+
+func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
+	return 0
+}
+
+// Gemm counts m·n·k MACs.
+func (d *Device) Gemm(transA, transB bool, alpha float32, a, b *tensor.Tensor, beta float32, c *tensor.Tensor) {
+	k := a.Dim(1)
+	if transA {
+		k = a.Dim(0)
+	}
+	d.macs.Add(int64(c.Len()) * int64(k))
+}
+
+// LinearForward counts N·out·in MACs.
+func (d *Device) LinearForward(x, w, bias, y *tensor.Tensor) {
+	d.macs.Add(int64(y.Len()) * int64(w.Dim(1)))
+}
+
+// LinearBackwardData counts N·out·in MACs.
+func (d *Device) LinearBackwardData(dy, w, dx *tensor.Tensor) {
+	d.macs.Add(int64(dy.Len()) * int64(w.Dim(1)))
+}
+
+// LinearBackwardParams counts N·out·in MACs.
+func (d *Device) LinearBackwardParams(x, dy, dw, dbias *tensor.Tensor) {
+	d.macs.Add(int64(dy.Len()) * int64(dw.Dim(1)))
+}
+
+// Conv2DForward counts N·O·OH·OW·C·KH·KW MACs.
+func (d *Device) Conv2DForward(x, w, bias, y *tensor.Tensor, p tensor.Conv2DParams) {
+	d.macs.Add(convMACs("conv2d forward", x, w, y, p))
+}
+
+// Conv2DBackwardData counts as many MACs as the forward.
+func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DParams) {
+	d.macs.Add(convMACs("conv2d backward data", dx, w, dy, p))
+}
+
+// Conv2DBackwardFilter counts as many MACs as the forward.
+func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.Conv2DParams) {
+	d.macs.Add(convMACs("conv2d backward filter", x, dw, dy, p))
+}
+
+func convMACs(op string, x, w, y *tensor.Tensor, p tensor.Conv2DParams) int64 {
+	if x.Rank() != 4 || w.Rank() != 4 || y.Rank() != 4 {
+		panic(fmt.Sprintf("meta: %s: x %v, w %v, y %v must be 4-D", op, x.Shape(), w.Shape(), y.Shape()))
+	}
+	oh, ow := p.OutSize(x.Dim(2), x.Dim(3), w.Dim(2), w.Dim(3))
+	if x.Dim(1) != w.Dim(1) || y.Dim(0) != x.Dim(0) || y.Dim(1) != w.Dim(0) || y.Dim(2) != oh || y.Dim(3) != ow {
+		panic(fmt.Sprintf("meta: %s: x %v, w %v, y %v do not agree", op, x.Shape(), w.Shape(), y.Shape()))
+	}
+	return int64(y.Len()) * int64(w.Dim(1)*w.Dim(2)*w.Dim(3))
+}
