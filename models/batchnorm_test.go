@@ -109,7 +109,7 @@ func TestBatchNormRunningStats(t *testing.T) {
 	if got := *bn.NumBatchesTracked.Count; got != 2 {
 		t.Errorf("num_batches_tracked after an evaluation forward: got %d, want 2", got)
 	}
-	releaseLayer(bn)
+	ReleaseLayer(bn)
 	lastX.Release()
 	checkNoLeak(t, dev)
 }
@@ -130,7 +130,7 @@ func TestBatchNormSingleValuePanics(t *testing.T) {
 	if got := *bn.NumBatchesTracked.Count; got != 0 {
 		t.Errorf("num_batches_tracked after failed forwards: got %d, want 0", got)
 	}
-	releaseLayer(bn)
+	ReleaseLayer(bn)
 	checkNoLeak(t, dev)
 }
 

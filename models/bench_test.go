@@ -15,7 +15,7 @@ func benchmarkTrainStep(b *testing.B, build func(tensor.Device, *rand.Rand) Laye
 	defer dev.Close()
 	rng := newRand(1)
 	l := build(dev, rng)
-	defer releaseLayer(l)
+	defer ReleaseLayer(l)
 	x, _ := uploadRand(dev, tensor.Boundary, rng, in...)
 	defer x.Release()
 	out, err := l.OutShape(x.Shape())

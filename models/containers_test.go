@@ -138,7 +138,7 @@ func TestContainers(t *testing.T) {
 			l := tc.build(dev, rng)
 			randomizeParams(dev, l, rng)
 			checkLayer(t, dev, l, tc.pass, tc.in, rng, blockRTol, blockATol)
-			releaseLayer(l)
+			ReleaseLayer(l)
 			checkNoLeak(t, dev)
 		})
 	}

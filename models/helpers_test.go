@@ -142,17 +142,6 @@ func dot(a, b []float64) float64 {
 	return s
 }
 
-// releaseLayer frees every parameter and buffer of l and its children.
-func releaseLayer(l Layer) {
-	for _, p := range Params(l) {
-		p.Param.Release()
-	}
-	for _, b := range Buffers(l) {
-		b.Buffer.Value.Release()
-		b.Buffer.Value = nil
-	}
-}
-
 // checkLive fails the test unless the device's live bytes in cat are
 // want.
 func checkLive(t *testing.T, dev tensor.Device, what string, cat tensor.Category, want int64) {

@@ -11,7 +11,9 @@ import (
 // The initialisers below follow torch.nn.init (torch/nn/init.py): they
 // draw on the host in float64, round to float32 and upload into the
 // parameter tensor, so that a model's initial weights depend only on the
-// generator's seed, never on the backend.
+// generator's seed, never on the backend. A nil generator leaves the
+// tensor as it is: shape-only builds (on a meta device, for cost analysis)
+// skip the draws.
 
 // FanMode selects which fan a Kaiming initialiser scales by, as torch's
 // mode argument does.
@@ -65,6 +67,9 @@ func LeakyReLUGain(a float64) float64 { return math.Sqrt(2 / (1 + a*a)) }
 
 // Uniform fills t with values drawn from U(lo, hi), as torch.nn.init.uniform_.
 func Uniform(dev tensor.Device, t *tensor.Tensor, lo, hi float64, rng *rand.Rand) {
+	if rng == nil {
+		return
+	}
 	v := make([]float32, t.Len())
 	for i := range v {
 		v[i] = float32(lo + (hi-lo)*rng.Float64())
@@ -75,6 +80,9 @@ func Uniform(dev tensor.Device, t *tensor.Tensor, lo, hi float64, rng *rand.Rand
 // Normal fills t with values drawn from N(mean, std²), as
 // torch.nn.init.normal_.
 func Normal(dev tensor.Device, t *tensor.Tensor, mean, std float64, rng *rand.Rand) {
+	if rng == nil {
+		return
+	}
 	v := make([]float32, t.Len())
 	for i := range v {
 		v[i] = float32(mean + std*rng.NormFloat64())
@@ -94,6 +102,9 @@ func TruncatedNormal(dev tensor.Device, t *tensor.Tensor, mean, std, a, b float6
 	}
 	// With u uniform on [2Φ(α)−1, 2Φ(β)−1], √2·erfinv(u) is a standard
 	// normal conditioned on [α, β]: 2Φ(z)−1 = erf(z/√2).
+	if rng == nil {
+		return
+	}
 	lo := math.Erf((a - mean) / std / math.Sqrt2)
 	hi := math.Erf((b - mean) / std / math.Sqrt2)
 	v := make([]float32, t.Len())

@@ -184,7 +184,7 @@ func TestLayerDefaultInit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer releaseLayer(tc.layer)
+			defer ReleaseLayer(tc.layer)
 			bound := 1 / math.Sqrt(float64(tc.fanIn))
 			for _, p := range tc.layer.Params() {
 				v := tensor.ToHost(p.Value)
@@ -211,7 +211,7 @@ func TestLayerDefaultInit(t *testing.T) {
 		})
 	}
 	bn := NewBatchNorm2D(dev, 5, tensor.DefaultBatchNorm())
-	defer releaseLayer(bn)
+	defer ReleaseLayer(bn)
 	for _, c := range []struct {
 		name string
 		t    *tensor.Tensor

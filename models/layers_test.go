@@ -73,7 +73,7 @@ func TestLeafLayers(t *testing.T) {
 			l := tc.build(dev, rng)
 			randomizeParams(dev, l, rng)
 			checkLayer(t, dev, l, tc.pass, tc.in, rng, layerRTol, layerATol)
-			releaseLayer(l)
+			ReleaseLayer(l)
 			checkNoLeak(t, dev)
 		})
 	}

@@ -65,7 +65,7 @@ func TestStateDictNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer releaseLayer(tc.layer)
+			defer ReleaseLayer(tc.layer)
 			var params, buffers []string
 			for _, p := range Params(tc.layer) {
 				params = append(params, p.Name)
@@ -140,7 +140,7 @@ func TestOutShapeErrors(t *testing.T) {
 		})
 	}
 	for _, tc := range tests {
-		releaseLayer(tc.layer) // releasing a layer twice is harmless
+		ReleaseLayer(tc.layer) // releasing a layer twice is harmless
 	}
 	checkLive(t, dev, "activations", tensor.Activations, 0)
 	checkNoLeak(t, dev)
