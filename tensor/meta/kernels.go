@@ -6,36 +6,76 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// The kernels check the shapes that determine their cost, count MACs
-// where they are the network's cost, and otherwise do nothing.
+// The kernels below do nothing: a meta tensor has no data. Those that are
+// a network's cost (GEMM, linear, convolution, further down) count MACs.
 
-func (d *Device) Fill(t *tensor.Tensor, v float32)                                        {}
-func (d *Device) Copy(dst, src *tensor.Tensor)                                            {}
-func (d *Device) Scale(t *tensor.Tensor, alpha float32)                                   {}
-func (d *Device) Add(y, a, b *tensor.Tensor)                                              { tensor.SameShape("add", y, a, b) }
-func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor)                                 {}
-func (d *Device) ReLUForward(x, y *tensor.Tensor)                                         {}
-func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor)                                   {}
-func (d *Device) AdaptiveAvgPool2DForward(x, y *tensor.Tensor)                            {}
-func (d *Device) AdaptiveAvgPool2DBackward(dy, dx *tensor.Tensor)                         {}
-func (d *Device) ConcatChannels(dst *tensor.Tensor, srcs []*tensor.Tensor)                {}
-func (d *Device) SplitChannels(src *tensor.Tensor, dsts []*tensor.Tensor)                 {}
-func (d *Device) DropoutForward(x, y *tensor.Tensor, p float32, key tensor.DropoutKey)    {}
+// Fill does nothing.
+func (d *Device) Fill(t *tensor.Tensor, v float32) {}
+
+// Copy does nothing.
+func (d *Device) Copy(dst, src *tensor.Tensor) {}
+
+// Scale does nothing.
+func (d *Device) Scale(t *tensor.Tensor, alpha float32) {}
+
+// Add checks the shapes and does nothing else.
+func (d *Device) Add(y, a, b *tensor.Tensor) { tensor.SameShape("add", y, a, b) }
+
+// Axpy does nothing.
+func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor) {}
+
+// ReLUForward does nothing.
+func (d *Device) ReLUForward(x, y *tensor.Tensor) {}
+
+// ReLUBackward does nothing.
+func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor) {}
+
+// AdaptiveAvgPool2DForward does nothing.
+func (d *Device) AdaptiveAvgPool2DForward(x, y *tensor.Tensor) {}
+
+// AdaptiveAvgPool2DBackward does nothing.
+func (d *Device) AdaptiveAvgPool2DBackward(dy, dx *tensor.Tensor) {}
+
+// ConcatChannels does nothing.
+func (d *Device) ConcatChannels(dst *tensor.Tensor, srcs []*tensor.Tensor) {}
+
+// SplitChannels does nothing.
+func (d *Device) SplitChannels(src *tensor.Tensor, dsts []*tensor.Tensor) {}
+
+// DropoutForward does nothing.
+func (d *Device) DropoutForward(x, y *tensor.Tensor, p float32, key tensor.DropoutKey) {}
+
+// DropoutBackward does nothing.
 func (d *Device) DropoutBackward(dy, dx *tensor.Tensor, p float32, key tensor.DropoutKey) {}
-func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool)        {}
 
-func (d *Device) MaxPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams)       {}
+// SGDStep does nothing.
+func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {}
+
+// MaxPool2DForward does nothing.
+func (d *Device) MaxPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams) {}
+
+// MaxPool2DBackward does nothing.
 func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DParams) {}
-func (d *Device) AvgPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams)       {}
-func (d *Device) AvgPool2DBackward(dy, dx *tensor.Tensor, p tensor.Pool2DParams)    {}
 
+// AvgPool2DForward does nothing.
+func (d *Device) AvgPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams) {}
+
+// AvgPool2DBackward does nothing.
+func (d *Device) AvgPool2DBackward(dy, dx *tensor.Tensor, p tensor.Pool2DParams) {}
+
+// BatchNormTrain does nothing.
 func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams) {
 }
+
+// BatchNormEval does nothing.
 func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor, p tensor.BatchNormParams) {
 }
+
+// BatchNormBackward does nothing.
 func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
 }
 
+// SoftmaxCrossEntropy returns 0.
 func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
 	return 0
 }
