@@ -58,6 +58,7 @@ were never run.`,
 		return &UsageError{Err: err}
 	})
 	cmd.AddCommand(NewCmdVersion(streams, nil))
+	cmd.AddCommand(NewCmdModels(streams, nil))
 	return cmd
 }
 
@@ -91,6 +92,9 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // "pipecast: <message>", with a pointer to the help for usage errors.
 func Execute(ctx context.Context, args []string, streams *IOStreams) ExitCode {
 	root := NewCmdRoot(streams)
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil; the caller means none
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	code := exitCodeFor(err)
