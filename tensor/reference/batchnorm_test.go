@@ -21,56 +21,6 @@ const (
 	bnGradATol = 1e-7
 )
 
-// bnNumericGrad returns the central finite-difference gradient of f at x:
-// (f(x+h) − f(x−h)) / 2h per coordinate.
-func bnNumericGrad(f func() float64, x []float64, h float64) []float64 {
-	g := make([]float64, len(x))
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		fp := f()
-		x[i] = old - h
-		fm := f()
-		x[i] = old
-		g[i] = (fp - fm) / (2 * h)
-	}
-	return g
-}
-
-// bnDot returns Σ a[i]·b[i], which turns a tensor-valued function y(x)
-// into the scalar ⟨y(x), r⟩ whose gradient is the backward of r.
-func bnDot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-// bnRand returns n values uniform in [lo, hi).
-func bnRand(rng *rand.Rand, n int, lo, hi float64) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = lo + (hi-lo)*rng.Float64()
-	}
-	return s
-}
-
-// bnClose fails the test unless every got[i] is within atol + rtol·|want[i]|
-// of want[i].
-func bnClose(t *testing.T, what string, got, want []float64, rtol, atol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: got %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Abs(got[i]-want[i]) > atol+rtol*math.Abs(want[i]) || math.IsNaN(got[i]) != math.IsNaN(want[i]) {
-			t.Errorf("%s[%d]: got %.12g, want %.12g", what, i, got[i], want[i])
-			return
-		}
-	}
-}
-
 func TestBatchNormTrainByHand(t *testing.T) {
 	// One channel holding 1, 2 (sample 0) and 3, 4 (sample 1): mean 2.5,
 	// biased variance 1.25, unbiased 5/3.
@@ -78,12 +28,12 @@ func TestBatchNormTrainByHand(t *testing.T) {
 	eps := float64(p.Eps)
 	r := BatchNormTrain([]float64{1, 2, 3, 4}, 2, 1, 2, []float64{2}, []float64{-1}, []float64{4}, []float64{1}, p)
 	inv := 1 / math.Sqrt(1.25+eps)
-	bnClose(t, "mean", r.Mean, []float64{2.5}, 1e-15, 0)
-	bnClose(t, "var", r.Var, []float64{1.25}, 1e-15, 0)
-	bnClose(t, "invStd", r.InvStd, []float64{inv}, 1e-15, 0)
-	bnClose(t, "y", r.Y, []float64{-1.5*inv*2 - 1, -0.5*inv*2 - 1, 0.5*inv*2 - 1, 1.5*inv*2 - 1}, 1e-15, 1e-15)
-	bnClose(t, "runMean", r.RunMean, []float64{0.75*4 + 0.25*2.5}, 1e-15, 0)
-	bnClose(t, "runVar", r.RunVar, []float64{0.75*1 + 0.25*5.0/3}, 1e-15, 0)
+	closeTo(t, "mean", r.Mean, []float64{2.5}, 1e-15, 0)
+	closeTo(t, "var", r.Var, []float64{1.25}, 1e-15, 0)
+	closeTo(t, "invStd", r.InvStd, []float64{inv}, 1e-15, 0)
+	closeTo(t, "y", r.Y, []float64{-1.5*inv*2 - 1, -0.5*inv*2 - 1, 0.5*inv*2 - 1, 1.5*inv*2 - 1}, 1e-15, 1e-15)
+	closeTo(t, "runMean", r.RunMean, []float64{0.75*4 + 0.25*2.5}, 1e-15, 0)
+	closeTo(t, "runVar", r.RunVar, []float64{0.75*1 + 0.25*5.0/3}, 1e-15, 0)
 
 	if r := BatchNormTrain([]float64{1, 2, 3, 4}, 2, 1, 2, []float64{1}, []float64{0}, nil, nil, p); r.RunMean != nil || r.RunVar != nil {
 		t.Errorf("without running stats: got %v and %v, want nil", r.RunMean, r.RunVar)
@@ -93,8 +43,8 @@ func TestBatchNormTrainByHand(t *testing.T) {
 func TestBatchNormTrainNormalises(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n, c, hw = 3, 4, 5
-	x := bnRand(rng, n*c*hw, 99, 101) // a large offset must not matter
-	gamma, beta := bnRand(rng, c, 0.5, 2), bnRand(rng, c, -1, 1)
+	x := uniform(rng, n*c*hw, 99, 101) // a large offset must not matter
+	gamma, beta := uniform(rng, c, 0.5, 2), uniform(rng, c, -1, 1)
 	p := tensor.DefaultBatchNorm()
 	r := BatchNormTrain(x, n, c, hw, gamma, beta, nil, nil, p)
 	for ch := 0; ch < c; ch++ {
@@ -122,7 +72,7 @@ func TestBatchNormEvalByHand(t *testing.T) {
 	y := BatchNormEval([]float64{1, 2, 3, 4}, 2, 2, 1, []float64{2, 3}, []float64{1, -1}, []float64{1, 2}, []float64{0.75, 3.75}, p)
 	// invStd is 1 for channel 0 and 0.5 for channel 1.
 	want := []float64{(1-1)*2 + 1, (2-2)*0.5*3 - 1, (3-1)*2 + 1, (4-2)*0.5*3 - 1}
-	bnClose(t, "y", y, want, 1e-15, 0)
+	closeTo(t, "y", y, want, 1e-15, 0)
 }
 
 func TestBatchNormBackwardMatchesFiniteDifferences(t *testing.T) {
@@ -137,16 +87,18 @@ func TestBatchNormBackwardMatchesFiniteDifferences(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.n*100+tc.c*10+tc.hw), 7))
-			x := bnRand(rng, tc.n*tc.c*tc.hw, -1, 1)
-			gamma, beta := bnRand(rng, tc.c, 0.5, 1.5), bnRand(rng, tc.c, -1, 1)
-			r := bnRand(rng, len(x), -1, 1)
+			x := uniform(rng, tc.n*tc.c*tc.hw, -1, 1)
+			gamma, beta := uniform(rng, tc.c, 0.5, 1.5), uniform(rng, tc.c, -1, 1)
+			r := uniform(rng, len(x), -1, 1)
 			p := tensor.BatchNormParams{Momentum: 0.1, Eps: 1e-3}
-			f := func() float64 { return bnDot(BatchNormTrain(x, tc.n, tc.c, tc.hw, gamma, beta, nil, nil, p).Y, r) }
+			f := func([]float64) float64 {
+				return dot(BatchNormTrain(x, tc.n, tc.c, tc.hw, gamma, beta, nil, nil, p).Y, r)
+			}
 			fwd := BatchNormTrain(x, tc.n, tc.c, tc.hw, gamma, beta, nil, nil, p)
 			dx, dgamma, dbeta := BatchNormBackward(x, r, tc.n, tc.c, tc.hw, gamma, fwd.Mean, fwd.InvStd)
-			bnClose(t, "dx", dx, bnNumericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
-			bnClose(t, "dgamma", dgamma, bnNumericGrad(f, gamma, bnGradStep), bnGradRTol, bnGradATol)
-			bnClose(t, "dbeta", dbeta, bnNumericGrad(f, beta, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "dx", dx, numericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "dgamma", dgamma, numericGrad(f, gamma, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "dbeta", dbeta, numericGrad(f, beta, bnGradStep), bnGradRTol, bnGradATol)
 		})
 	}
 }

@@ -23,23 +23,23 @@ func TestConcatChannelsBackward(t *testing.T) {
 			srcs := make([][]float64, len(tc.channels))
 			var flat []float64
 			for k, c := range tc.channels {
-				srcs[k] = diffRand(rng, tc.n*c*tc.inner, 1)
+				srcs[k] = uniform(rng, tc.n*c*tc.inner, -(1), 1)
 				flat = append(flat, srcs[k]...)
 			}
 			y := ConcatChannels(srcs, tc.n, tc.channels, tc.inner)
-			r := diffRand(rng, len(y), 1)
+			r := uniform(rng, len(y), -(1), 1)
 			grads := SplitChannels(r, tc.n, tc.channels, tc.inner)
 			// f(srcs) = ⟨concat(srcs), r⟩ as a function of every source
 			// value laid end to end.
-			want := centralDiff(func(x []float64) float64 {
+			want := numericGrad(func(x []float64) float64 {
 				parts, off := make([][]float64, len(srcs)), 0
 				for k := range srcs {
 					parts[k] = x[off : off+len(srcs[k])]
 					off += len(srcs[k])
 				}
-				return diffDot(ConcatChannels(parts, tc.n, tc.channels, tc.inner), r)
+				return dot(ConcatChannels(parts, tc.n, tc.channels, tc.inner), r)
 			}, flat, centralDiffStep)
-			diffClose(t, "dsrcs", slices.Concat(grads...), want, centralDiffRTol, centralDiffATol)
+			closeTo(t, "dsrcs", slices.Concat(grads...), want, centralDiffRTol, centralDiffATol)
 			back := SplitChannels(y, tc.n, tc.channels, tc.inner)
 			for k := range srcs {
 				if !slices.Equal(back[k], srcs[k]) {
@@ -59,12 +59,4 @@ func TestConcatChannelsLayout(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-}
-
-func diffDot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }

@@ -19,56 +19,6 @@ const (
 	convGradATol = 1e-9
 )
 
-// convNumericGrad returns the central finite-difference gradient of f at
-// x: (f(x+h) − f(x−h)) / 2h per coordinate, f reading x in place.
-func convNumericGrad(f func() float64, x []float64, h float64) []float64 {
-	g := make([]float64, len(x))
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		fp := f()
-		x[i] = old - h
-		fm := f()
-		x[i] = old
-		g[i] = (fp - fm) / (2 * h)
-	}
-	return g
-}
-
-// convDot returns Σ a[i]·b[i]: ⟨y(x), r⟩ is the scalar whose gradient the
-// backward of r computes.
-func convDot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-// convRand returns n values uniform in [−1, 1) from a fixed-seed stream.
-func convRand(rng *rand.Rand, n int) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = 2*rng.Float64() - 1
-	}
-	return s
-}
-
-// convClose fails the test unless every got[i] is within atol +
-// rtol·|want[i]| of want[i].
-func convClose(t *testing.T, what string, got, want []float64, rtol, atol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: got %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if !(math.Abs(got[i]-want[i]) <= atol+rtol*math.Abs(want[i])) {
-			t.Errorf("%s[%d]: got %.12g, want %.12g", what, i, got[i], want[i])
-			return
-		}
-	}
-}
-
 func TestConv2DByHand(t *testing.T) {
 	nine := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9} // one 3×3 image
 	tests := []struct {
@@ -113,7 +63,7 @@ func TestConv2DByHand(t *testing.T) {
 				t.Fatalf("output size: got %d×%d, want %d×%d", oh, ow, tc.wantOH, tc.wantOW)
 			}
 			got := Conv2D(tc.x, 1, 1, tc.h, tc.w, tc.wt, 1, tc.kh, tc.kw, tc.bias, tc.p)
-			convClose(t, "y", got, tc.want, 0, 0)
+			closeTo(t, "y", got, tc.want, 0, 0)
 		})
 	}
 }
@@ -123,7 +73,7 @@ func TestConv2DByHand(t *testing.T) {
 func TestConv2D1x1IsLinearPerPixel(t *testing.T) {
 	const n, c, h, w, o = 2, 3, 2, 3, 4
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, wt, bias := convRand(rng, n*c*h*w), convRand(rng, o*c), convRand(rng, o)
+	x, wt, bias := uniform(rng, n*c*h*w, -1, 1), uniform(rng, o*c, -1, 1), uniform(rng, o, -1, 1)
 	y := Conv2D(x, n, c, h, w, wt, o, 1, 1, bias, tensor.Conv2DParams{StrideH: 1, StrideW: 1})
 	for b := 0; b < n; b++ {
 		for pix := 0; pix < h*w; pix++ {
@@ -170,23 +120,23 @@ func TestConv2DBackwardMatchesFiniteDifferences(t *testing.T) {
 			if oh != tc.wantOH || ow != tc.wantOW {
 				t.Fatalf("output size: got %d×%d, want %d×%d", oh, ow, tc.wantOH, tc.wantOW)
 			}
-			x := convRand(rng, tc.n*tc.c*tc.h*tc.w)
-			wt := convRand(rng, tc.o*tc.c*tc.kh*tc.kw)
+			x := uniform(rng, tc.n*tc.c*tc.h*tc.w, -1, 1)
+			wt := uniform(rng, tc.o*tc.c*tc.kh*tc.kw, -1, 1)
 			var bias []float64
 			if tc.bias {
-				bias = convRand(rng, tc.o)
+				bias = uniform(rng, tc.o, -1, 1)
 			}
-			r := convRand(rng, tc.n*tc.o*oh*ow)
-			f := func() float64 {
-				return convDot(Conv2D(x, tc.n, tc.c, tc.h, tc.w, wt, tc.o, tc.kh, tc.kw, bias, tc.p), r)
+			r := uniform(rng, tc.n*tc.o*oh*ow, -1, 1)
+			f := func([]float64) float64 {
+				return dot(Conv2D(x, tc.n, tc.c, tc.h, tc.w, wt, tc.o, tc.kh, tc.kw, bias, tc.p), r)
 			}
 
 			dx := Conv2DBackwardData(r, tc.n, tc.c, tc.h, tc.w, wt, tc.o, tc.kh, tc.kw, tc.p)
-			convClose(t, "dx", dx, convNumericGrad(f, x, convGradStep), convGradRTol, convGradATol)
+			closeTo(t, "dx", dx, numericGrad(f, x, convGradStep), convGradRTol, convGradATol)
 			dw, db := Conv2DBackwardFilter(x, tc.n, tc.c, tc.h, tc.w, r, tc.o, tc.kh, tc.kw, tc.p)
-			convClose(t, "dw", dw, convNumericGrad(f, wt, convGradStep), convGradRTol, convGradATol)
+			closeTo(t, "dw", dw, numericGrad(f, wt, convGradStep), convGradRTol, convGradATol)
 			if bias != nil {
-				convClose(t, "dbias", db, convNumericGrad(f, bias, convGradStep), convGradRTol, convGradATol)
+				closeTo(t, "dbias", db, numericGrad(f, bias, convGradStep), convGradRTol, convGradATol)
 			}
 		})
 	}

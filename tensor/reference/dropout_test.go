@@ -23,13 +23,13 @@ func TestDropoutBackward(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			x := diffRand(rng, tc.n*tc.row, 1)
-			r := diffRand(rng, len(x), 1)
+			x := uniform(rng, tc.n*tc.row, -(1), 1)
+			r := uniform(rng, len(x), -(1), 1)
 			got := DropoutBackward(r, tc.n, tc.p, key)
-			want := centralDiff(func(x []float64) float64 {
-				return diffDot(DropoutForward(x, tc.n, tc.p, key), r)
+			want := numericGrad(func(x []float64) float64 {
+				return dot(DropoutForward(x, tc.n, tc.p, key), r)
 			}, x, centralDiffStep)
-			diffClose(t, "dx", got, want, centralDiffRTol, centralDiffATol)
+			closeTo(t, "dx", got, want, centralDiffRTol, centralDiffATol)
 		})
 	}
 }

@@ -12,11 +12,11 @@ func TestGemmByHand(t *testing.T) {
 	c := []float64{1, -1, 2, -2}
 	// a·b = [[58, 64], [139, 154]].
 	got := Gemm(false, false, 2, 2, 3, 2, a, b, 0.5, c)
-	convClose(t, "2·a·b + 0.5·c", got, []float64{116.5, 127.5, 279, 307}, 0, 0)
+	closeTo(t, "2·a·b + 0.5·c", got, []float64{116.5, 127.5, 279, 307}, 0, 0)
 	got = Gemm(false, false, 2, 2, 3, 1, a, b, 0, []float64{math.NaN(), 0, 0, 0})
-	convClose(t, "beta 0 ignores c", got, []float64{58, 64, 139, 154}, 0, 0)
+	closeTo(t, "beta 0 ignores c", got, []float64{58, 64, 139, 154}, 0, 0)
 	got = Gemm(false, false, 2, 2, 3, 1, a, b, 1, nil)
-	convClose(t, "nil c", got, []float64{58, 64, 139, 154}, 0, 0)
+	closeTo(t, "nil c", got, []float64{58, 64, 139, 154}, 0, 0)
 }
 
 // Every transpose case must equal the plain product of explicitly
@@ -24,7 +24,7 @@ func TestGemmByHand(t *testing.T) {
 func TestGemmTransposes(t *testing.T) {
 	const m, n, k = 3, 4, 5
 	rng := rand.New(rand.NewPCG(5, 6))
-	a, b, c := convRand(rng, m*k), convRand(rng, k*n), convRand(rng, m*n)
+	a, b, c := uniform(rng, m*k, -1, 1), uniform(rng, k*n, -1, 1), uniform(rng, m*n, -1, 1)
 	want := Gemm(false, false, m, n, k, 1.5, a, b, -0.5, c)
 	at, bt := gemmTranspose(a, m, k), gemmTranspose(b, k, n)
 	tests := []struct {
@@ -40,7 +40,7 @@ func TestGemmTransposes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Gemm(tc.transA, tc.transB, m, n, k, 1.5, tc.a, tc.b, -0.5, c)
-			convClose(t, "c", got, want, 1e-15, 1e-15)
+			closeTo(t, "c", got, want, 1e-15, 1e-15)
 		})
 	}
 }

@@ -28,12 +28,12 @@ func TestMaxPool2DByHand(t *testing.T) {
 	}
 	p := tensor.Pool2DParams{KH: 2, KW: 2, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}
 	y := MaxPool2D(x, 1, 1, 3, 4, p)
-	bnClose(t, "y", y, []float64{1, 5, 2, -3, 5, -1}, 0, 0)
+	closeTo(t, "y", y, []float64{1, 5, 2, -3, 5, -1}, 0, 0)
 	// The window of output (0, 1) holds 5, 5 in row 0: the first one
 	// takes its gradient; output (1, 1)'s window holds 5, 4, -8, -6 and
 	// routes to the 5 in row 1. The −∞ padding never wins over −7..−9.
 	dx := MaxPool2DBackward(x, []float64{1, 2, 3, 4, 5, 6}, 1, 1, 3, 4, p)
-	bnClose(t, "dx", dx, []float64{
+	closeTo(t, "dx", dx, []float64{
 		1, 2, 0, 3,
 		4, 5, 0, 6,
 		0, 0, 0, 0,
@@ -48,7 +48,7 @@ func TestMaxPool2DFirstMaximumOnTies(t *testing.T) {
 	dx := MaxPool2DBackward(x, []float64{1, 10, 100, 1000}, 1, 1, 5, 5, p)
 	want := make([]float64, 25)
 	want[0], want[2], want[10], want[12] = 1, 10, 100, 1000
-	bnClose(t, "dx", dx, want, 0, 0)
+	closeTo(t, "dx", dx, want, 0, 0)
 }
 
 func TestAvgPool2DByHand(t *testing.T) {
@@ -56,9 +56,9 @@ func TestAvgPool2DByHand(t *testing.T) {
 	// holds the whole plane and divides by 9, padding included.
 	p := tensor.Pool2DParams{KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
 	y := AvgPool2D([]float64{1, 2, 3, 12}, 1, 1, 2, 2, p)
-	bnClose(t, "y", y, []float64{2, 2, 2, 2}, 1e-15, 0)
+	closeTo(t, "y", y, []float64{2, 2, 2, 2}, 1e-15, 0)
 	dx := AvgPool2DBackward([]float64{9, 18, 0, 9}, 1, 1, 2, 2, p)
-	bnClose(t, "dx", dx, []float64{4, 4, 4, 4}, 1e-15, 0)
+	closeTo(t, "dx", dx, []float64{4, 4, 4, 4}, 1e-15, 0)
 }
 
 func TestAdaptiveBin(t *testing.T) {
@@ -87,9 +87,9 @@ func TestAdaptiveBin(t *testing.T) {
 func TestAdaptiveAvgPool2DByHand(t *testing.T) {
 	// 1×5 to 1×3: cells [0,2), [1,4), [3,5).
 	y := AdaptiveAvgPool2D([]float64{1, 3, 5, 7, 9}, 1, 1, 1, 5, 1, 3)
-	bnClose(t, "y", y, []float64{2, 5, 8}, 1e-15, 0)
+	closeTo(t, "y", y, []float64{2, 5, 8}, 1e-15, 0)
 	dx := AdaptiveAvgPool2DBackward([]float64{2, 3, 4}, 1, 1, 1, 5, 1, 3)
-	bnClose(t, "dx", dx, []float64{1, 1 + 1, 1, 1 + 2, 2}, 1e-15, 0)
+	closeTo(t, "dx", dx, []float64{1, 1 + 1, 1, 1 + 2, 2}, 1e-15, 0)
 }
 
 func TestPoolBackwardsMatchFiniteDifferences(t *testing.T) {
@@ -108,15 +108,15 @@ func TestPoolBackwardsMatchFiniteDifferences(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.h*10+tc.w), 5))
 			x := poolDistinct(rng, tc.n*tc.c*tc.h*tc.w)
 			oh, ow := tc.p.OutSize(tc.h, tc.w)
-			r := bnRand(rng, tc.n*tc.c*oh*ow, -1, 1)
+			r := uniform(rng, tc.n*tc.c*oh*ow, -1, 1)
 
-			f := func() float64 { return bnDot(MaxPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.p), r) }
+			f := func([]float64) float64 { return dot(MaxPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.p), r) }
 			dx := MaxPool2DBackward(x, r, tc.n, tc.c, tc.h, tc.w, tc.p)
-			bnClose(t, "max dx", dx, bnNumericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "max dx", dx, numericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
 
-			f = func() float64 { return bnDot(AvgPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.p), r) }
+			f = func([]float64) float64 { return dot(AvgPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.p), r) }
 			dx = AvgPool2DBackward(r, tc.n, tc.c, tc.h, tc.w, tc.p)
-			bnClose(t, "avg dx", dx, bnNumericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "avg dx", dx, numericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
 		})
 	}
 }
@@ -135,11 +135,11 @@ func TestAdaptiveAvgPool2DBackwardMatchesFiniteDifferences(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.h*10+tc.w), 6))
-			x := bnRand(rng, tc.n*tc.c*tc.h*tc.w, -1, 1)
-			r := bnRand(rng, tc.n*tc.c*tc.oh*tc.ow, -1, 1)
-			f := func() float64 { return bnDot(AdaptiveAvgPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.oh, tc.ow), r) }
+			x := uniform(rng, tc.n*tc.c*tc.h*tc.w, -1, 1)
+			r := uniform(rng, tc.n*tc.c*tc.oh*tc.ow, -1, 1)
+			f := func([]float64) float64 { return dot(AdaptiveAvgPool2D(x, tc.n, tc.c, tc.h, tc.w, tc.oh, tc.ow), r) }
 			dx := AdaptiveAvgPool2DBackward(r, tc.n, tc.c, tc.h, tc.w, tc.oh, tc.ow)
-			bnClose(t, "dx", dx, bnNumericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
+			closeTo(t, "dx", dx, numericGrad(f, x, bnGradStep), bnGradRTol, bnGradATol)
 		})
 	}
 }

@@ -17,44 +17,6 @@ const (
 	centralDiffATol = 1e-7
 )
 
-// centralDiff returns the gradient of f at x by central differences,
-// (f(x + h·e_i) − f(x − h·e_i)) / 2h for each coordinate i.
-func centralDiff(f func([]float64) float64, x []float64, h float64) []float64 {
-	g := make([]float64, len(x))
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		fp := f(x)
-		x[i] = old - h
-		fm := f(x)
-		x[i] = old
-		g[i] = (fp - fm) / (2 * h)
-	}
-	return g
-}
-
-// diffClose fails the test unless every got[i] is within atol + rtol·|want[i]|.
-func diffClose(t *testing.T, what string, got, want []float64, rtol, atol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: got %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if !(math.Abs(got[i]-want[i]) <= atol+rtol*math.Abs(want[i])) {
-			t.Errorf("%s[%d]: got %v, want %v", what, i, got[i], want[i])
-			return
-		}
-	}
-}
-
-func diffRand(rng *rand.Rand, n int, scale float64) []float64 {
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = scale * (2*rng.Float64() - 1)
-	}
-	return x
-}
-
 func TestSoftmaxCrossEntropyGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 1))
 	tests := []struct {
@@ -71,17 +33,17 @@ func TestSoftmaxCrossEntropyGradient(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			logits := diffRand(rng, tc.n*tc.classes, tc.magnitude)
+			logits := uniform(rng, tc.n*tc.classes, -(tc.magnitude), tc.magnitude)
 			labels := make([]int32, tc.n)
 			for i := range labels {
 				labels[i] = int32(rng.IntN(tc.classes))
 			}
 			_, got := SoftmaxCrossEntropy(logits, tc.n, tc.classes, labels, tc.scale)
-			want := centralDiff(func(x []float64) float64 {
+			want := numericGrad(func(x []float64) float64 {
 				l, _ := SoftmaxCrossEntropy(x, tc.n, tc.classes, labels, tc.scale)
 				return l
 			}, logits, centralDiffStep)
-			diffClose(t, "dlogits", got, want, centralDiffRTol, centralDiffATol)
+			closeTo(t, "dlogits", got, want, centralDiffRTol, centralDiffATol)
 		})
 	}
 }
