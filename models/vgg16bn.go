@@ -30,7 +30,24 @@ func init() {
 				c.Image = 224
 			}
 		},
-		build: buildVGG16BN,
+		build: func(b *Builder) ([]*Block, error) { return buildVGG16(b, true) },
+	})
+	// torchvision's vgg16, the same network without batch normalisation:
+	// features.0 (conv), features.1 (relu), features.4 (max-pool), …
+	register(Arch{
+		Name:         "vgg16",
+		Description:  "VGG16 without batch normalisation, as torchvision's vgg16 (138.4 M parameters at 1000 classes)",
+		DefaultImage: 224,
+		MinImage:     32,
+		defaults: func(c *Config) {
+			if c.Classes == 0 {
+				c.Classes = 1000
+			}
+			if c.Image == 0 {
+				c.Image = 224
+			}
+		},
+		build: func(b *Builder) ([]*Block, error) { return buildVGG16(b, false) },
 	})
 }
 
@@ -51,7 +68,8 @@ const (
 	vggDropout = 0.5
 )
 
-// buildVGG16BN builds the blocks: each conv-bn-relu triple is one block,
+// buildVGG16 builds the blocks: each conv-bn-relu triple (conv-relu pair
+// without bn) is one block,
 // named by its convolution, and each max-pool another. The classifier is
 // three blocks, one per linear layer; the adaptive average pool and the
 // flatten go into the first of them rather than a block of their own:
@@ -59,7 +77,7 @@ const (
 // carry no less than the one before it at 224 and below (it maps 7×7 to
 // 7×7 at 224 and enlarges smaller maps to 7×7), so a pipeline would
 // never gain by splitting there.
-func buildVGG16BN(b *Builder) ([]*Block, error) {
+func buildVGG16(b *Builder, bn bool) ([]*Block, error) {
 	b.Input = tensor.Shape{3, b.Config.Image, b.Config.Image}
 	var blocks []*Block
 	in, idx := 3, 0
@@ -72,12 +90,14 @@ func buildVGG16BN(b *Builder) ([]*Block, error) {
 			continue
 		}
 		out := b.Channels(v)
-		blocks = append(blocks, b.Block(name,
-			Child{name, vggConv(b, in, out)},
-			Child{"features." + strconv.Itoa(idx+1), NewBatchNorm2D(b.Dev, out, tensor.DefaultBatchNorm())},
-			Child{"features." + strconv.Itoa(idx+2), NewReLU()},
-		))
-		in, idx = out, idx+3
+		children := []Child{{name, vggConv(b, in, out)}}
+		if bn {
+			idx++
+			children = append(children, Child{"features." + strconv.Itoa(idx), NewBatchNorm2D(b.Dev, out, tensor.DefaultBatchNorm())})
+		}
+		children = append(children, Child{"features." + strconv.Itoa(idx+1), NewReLU()})
+		blocks = append(blocks, b.Block(name, children...))
+		in, idx = out, idx+2
 	}
 
 	hidden := b.Channels(vggHidden)
