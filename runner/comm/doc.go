@@ -2,4 +2,66 @@
 // all-gather and all-to-all, in-process by default. Every transfer is an
 // explicit copy into the receiving device's memory, timed and counted in
 // bytes, never hidden.
+//
+// # The contract
+//
+// An Endpoint is one rank's side. Send posts a tensor and returns at once;
+// Recv waits for the tensor that a given rank sent under a given Tag and
+// copies it into a destination the receiver allocated on its own device,
+// so the bytes show up in the receiver's memory accounting under the
+// destination's category (usually tensor.Comm). Messages are matched by
+// (sender, tag), never by arrival order; two messages with equal sender
+// and tag are received in the order they were sent. The sender's tensor
+// is retained until it has been copied out, so the sender may release it
+// right after Send but must not write into it.
+//
+// AllGather and AllToAll are collectives: every rank calls them, in the
+// same order, with the same tag. The n-th collective call of every rank is
+// one collective, as on an MPI communicator; a rank whose call differs in
+// kind, tag, or in which pieces it sends where another rank expects them,
+// gets an error wrapping ErrMismatch instead of waiting. Each rank copies
+// the pieces it receives into its own destinations and returns when they
+// are copied and every other rank has entered the collective; it does not
+// wait for the others to copy its own pieces.
+//
+// Every waiting call ends when its context is done, returning the
+// context's error wrapped with what it was waiting for, e.g.
+// "recv from 2, step 3 gradient stage 2 micro 1: context canceled".
+//
+// # In-process transport
+//
+// InProcess (NewInProcess, or NewInProcessTransport to keep the handle
+// that closes it) connects the ranks of one process, each driving one
+// tensor.Device of any backend. A post hands a retained reference to the
+// receiver's mailbox; the receiving rank does the copy with
+// dst.Device().CopyFrom and releases the reference. Sent and received
+// bytes are counted at that copy, so over any set of ranks the bytes sent
+// equal the bytes received. Close ends every wait and releases what was
+// never received.
+//
+// # A multi-process transport
+//
+// An MPI endpoint (one process per device) implements the same calls:
+//
+//   - Rank and Size are MPI_Comm_rank and MPI_Comm_size of its
+//     communicator.
+//   - Send downloads the tensor into a pinned host buffer (or passes a
+//     device pointer to a CUDA-aware MPI), starts MPI_Isend with the Tag
+//     packed into an MPI tag (step, kind, stage, micro), keeps the request
+//     and the tensor's reference, and releases both when MPI_Test reports
+//     completion; it still never blocks. MPI matches on (source, tag,
+//     communicator) and does not reorder messages with equal source and
+//     tag: the matching rule above.
+//   - Recv probes with MPI_Improbe for (from, tag), checks the element
+//     count with MPI_Get_count, receives with MPI_Imrecv into a host
+//     buffer and uploads it into dst; it polls MPI_Test between checks of
+//     ctx.Done, so that cancellation ends the wait (MPI_Cancel on the
+//     request).
+//   - AllGather first exchanges a small header per rank (kind, tag, element
+//     count, 0 for nothing) with MPI_Allgather, which detects mismatches,
+//     then moves the data with MPI_Iallgatherv using those counts.
+//     AllToAll does the same with MPI_Alltoall of the counts and
+//     MPI_Ialltoallv. Both poll as Recv does.
+//   - Bytes are counted when a request completes; a failed rank calls
+//     MPI_Abort, so that no peer waits forever.
 package comm

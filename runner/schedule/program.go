@@ -1,0 +1,212 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+)
+
+// OpKind is what an op does.
+type OpKind int
+
+// The ops of a program.
+const (
+	// Forward runs a stage's forward on micro-batch Micro (in coop, on
+	// slice Micro), keeping activations for the backward unless Keep is
+	// false (a checkpointed forward keeps only the stage input).
+	Forward OpKind = iota
+	// Recompute re-runs a checkpointed forward of Stage on Micro,
+	// keeping activations, right before its backward.
+	Recompute
+	// Backward runs a stage's backward on Micro, accumulating parameter
+	// gradients and producing the gradient of the stage input.
+	Backward
+	// Loss computes the loss of Micro on the last stage's output and the
+	// gradient of that output.
+	Loss
+	// Predict runs Stage's forward on shard Shard without keeping
+	// activations, keeping only its output: the input of the next stage
+	// (coop's prediction step). The device uses replicas of the weights
+	// of stages it does not own.
+	Predict
+	// Send posts a tensor to device Peer without waiting: the stage
+	// input's gradient (What = Gradient) or the stage output (What =
+	// Activation) of Micro.
+	Send
+	// Recv waits for the tensor that device Peer sent for Micro and
+	// copies it into this device's memory.
+	Recv
+	// AllGather is coop's synchronisation: every device contributes the
+	// weights of the stage it owns if that stage is in Stages, and
+	// receives replicas of the others in Stages.
+	AllGather
+	// AllToAll delivers the predicted boundaries: device p sends the input
+	// of stage k computed from shard p to device k, for every k ≥ 1.
+	AllToAll
+	// Update applies the optimizer to the device's own stage.
+	Update
+	numOpKinds
+)
+
+var opKindNames = [numOpKinds]string{
+	"forward", "recompute", "backward", "loss", "predict", "send", "recv", "allgather", "alltoall", "update",
+}
+
+// String returns the op kind's name as records and reports use it.
+func (k OpKind) String() string {
+	if k < 0 || k >= numOpKinds {
+		return fmt.Sprintf("op(%d)", int(k))
+	}
+	return opKindNames[k]
+}
+
+// ParseOpKind returns the op kind with the given name.
+func ParseOpKind(s string) (OpKind, error) {
+	for i, n := range opKindNames {
+		if n == s {
+			return OpKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown op %q", s)
+}
+
+// Payload says what a Send or Recv carries.
+type Payload int
+
+const (
+	// Activation is a stage's output, the next stage's input.
+	Activation Payload = iota
+	// Gradient is the gradient of a stage's input, sent to the stage
+	// before it.
+	Gradient
+)
+
+// String returns "activation" or "gradient".
+func (p Payload) String() string {
+	if p == Gradient {
+		return "gradient"
+	}
+	return "activation"
+}
+
+// None marks a field an op does not use (Micro, Shard, Peer).
+const None = -1
+
+// Op is one step of a device's program.
+type Op struct {
+	Kind OpKind
+	// Stage is the stage the op works on (0-based); for Send and Recv
+	// the sending stage.
+	Stage int
+	// Micro is the micro-batch (coop: the slice), or None.
+	Micro int
+	// Shard is the shard of a Predict, or None.
+	Shard int
+	// Peer is the other device of a Send or Recv, or None.
+	Peer int
+	// What is the payload of a Send or Recv.
+	What Payload
+	// Keep is whether a Forward keeps its activations for the backward.
+	Keep bool
+	// Stages lists the stages an AllGather synchronises.
+	Stages []int
+}
+
+// String formats the op compactly, as timelines show it: "F2.1" is the
+// forward of stage 2 on micro-batch 1.
+func (o Op) String() string {
+	switch o.Kind {
+	case Forward:
+		if !o.Keep {
+			return fmt.Sprintf("f%d.%d", o.Stage, o.Micro)
+		}
+		return fmt.Sprintf("F%d.%d", o.Stage, o.Micro)
+	case Recompute:
+		return fmt.Sprintf("R%d.%d", o.Stage, o.Micro)
+	case Backward:
+		return fmt.Sprintf("B%d.%d", o.Stage, o.Micro)
+	case Loss:
+		return fmt.Sprintf("L%d", o.Micro)
+	case Predict:
+		return fmt.Sprintf("P%d.s%d", o.Stage, o.Shard)
+	case Send, Recv:
+		return fmt.Sprintf("%s %s %d.%d peer %d", o.Kind, o.What, o.Stage, o.Micro, o.Peer)
+	case AllGather:
+		return fmt.Sprintf("allgather %v", o.Stages)
+	default:
+		return o.Kind.String()
+	}
+}
+
+// Checkpoint is gpipe's re-materialisation mode, torchgpipe's: micro-
+// batches below a stop index keep only their stage input during the
+// forward and recompute the rest right before their backward.
+type Checkpoint int
+
+const (
+	// ExceptLast checkpoints every micro-batch but the last (stop M−1),
+	// torchgpipe's default.
+	ExceptLast Checkpoint = iota
+	// Always checkpoints every micro-batch (stop M).
+	Always
+	// Never keeps every micro-batch's activations (stop 0).
+	Never
+)
+
+var checkpointNames = []string{"except-last", "always", "never"}
+
+// String returns the mode's command-line name.
+func (c Checkpoint) String() string {
+	if c < 0 || int(c) >= len(checkpointNames) {
+		return fmt.Sprintf("checkpoint(%d)", int(c))
+	}
+	return checkpointNames[c]
+}
+
+// ParseCheckpoint returns the mode with the given name.
+func ParseCheckpoint(s string) (Checkpoint, error) {
+	for i, n := range checkpointNames {
+		if n == s {
+			return Checkpoint(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown checkpoint mode %q (want %s)", s, strings.Join(checkpointNames, ", "))
+}
+
+// The schedules' names.
+const (
+	Single = "single"
+	GPipe  = "gpipe"
+	Coop   = "coop"
+	OneF1B = "1f1b"
+)
+
+// Names lists the schedules.
+func Names() []string { return []string{Single, GPipe, Coop, OneF1B} }
+
+// Options select a schedule and its parameters.
+type Options struct {
+	// Name is one of Names().
+	Name string
+	// Devices is K, the number of devices and stages (1 for single).
+	Devices int
+	// Micro is M, the number of micro-batches (coop: slices) per step.
+	Micro int
+	// Checkpoint is gpipe's mode.
+	Checkpoint Checkpoint
+	// Prefetch is coop's look-ahead depth d ≥ 1: how many slices'
+	// forwards may run ahead of their gradients.
+	Prefetch int
+}
+
+// Program is what every device does in one training step, in order.
+type Program struct {
+	Options Options
+	// Stages is the number of stages: K, or 1 for single.
+	Stages int
+	// Devices[k] is device k's ops; device k owns stage k.
+	Devices [][]Op
+	// MaxLive[k] is the most micro-batches (coop: slices) whose
+	// activations device k keeps at once, as the schedule promises it;
+	// the checker verifies the program keeps its promise.
+	MaxLive []int
+}
