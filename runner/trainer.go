@@ -1,0 +1,301 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/pipecast/pipecast/datasets"
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner/comm"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// Trainer trains one configuration on K devices, a step at a time.
+type Trainer struct {
+	cfg       Config
+	model     *models.Model // the description: blocks, shapes, costs
+	bounds    []int         // stage s holds blocks [bounds[s], bounds[s+1])
+	program   *schedule.Program
+	loader    *datasets.Loader
+	workers   []*worker
+	devs      []tensor.Device
+	transport *comm.InProcess
+	steps     int
+	// fault, when set (by tests), runs before every op and fails it with
+	// the error it returns.
+	fault func(device int, op schedule.Op) error
+}
+
+// NewTrainer opens the devices, partitions the model, places each stage's
+// weights (initialised from cfg.Seed exactly as a single-device model
+// would be) on its device, and builds the schedule's program.
+func NewTrainer(cfg Config) (*Trainer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	prog, err := schedule.Build(cfg.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	if err := schedule.Check(prog); err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", cfg.Schedule.Name, err)
+	}
+	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, model: model, program: prog}
+	if t.bounds, err = t.partition(prog.Stages); err != nil {
+		return nil, err
+	}
+	ds, err := datasets.Open(cfg.Dataset, model.Input, model.Config.Classes, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if t.loader, err = datasets.NewLoader(ds, cfg.Batch, cfg.Seed); err != nil {
+		return nil, err
+	}
+	if err := t.place(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// partition splits the model's blocks into stages by the configured cost.
+func (t *Trainer) partition(stages int) ([]int, error) {
+	costs := make([]float64, len(t.model.Blocks))
+	for i, b := range t.model.Blocks {
+		if t.cfg.Balance == "params" {
+			costs[i] = float64(b.Cost.Params)
+		} else {
+			costs[i] = float64(b.Cost.MACs)
+		}
+	}
+	return models.Partition(costs, stages)
+}
+
+// place opens the devices and builds every worker's stage and replicas.
+func (t *Trainer) place() error {
+	k := t.program.Stages
+	// The initial weights: one model built as a single device would build
+	// it, from the seed, then copied stage by stage.
+	host, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: k, Threads: t.cfg.Threads})
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473)))
+	if err != nil {
+		return err
+	}
+	defer init.Release()
+	t.transport = comm.NewInProcessTransport(k)
+	coop := t.cfg.Schedule.Name == schedule.Coop
+	for d := 0; d < k; d++ {
+		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
+		if err != nil {
+			return err
+		}
+		t.devs = append(t.devs, dev)
+		w := &worker{t: t, k: d, dev: dev, ep: t.transport.Endpoint(d), ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
+		t.workers = append(t.workers, w)
+		if w.stage, w.flat, err = t.materialize(d, dev, tensor.Weights); err != nil {
+			return err
+		}
+		if err := models.CopyState(w.stage, init.Stage(t.bounds[d], t.bounds[d+1])); err != nil {
+			return err
+		}
+		w.replicas = make([]*models.Sequential, k)
+		w.replicaFlats = make([]*tensor.Tensor, k)
+		if coop {
+			for s := 0; s < k-1; s++ {
+				if s == d {
+					continue
+				}
+				// Replicas are weights too: the all-gather fills them
+				// before every prediction step.
+				if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
+					return err
+				}
+			}
+		}
+		dev.ResetPeak()
+	}
+	return nil
+}
+
+// materialize builds stage s's layers with zeroed storage on dev.
+func (t *Trainer) materialize(s int, dev tensor.Device, cat tensor.Category) (*models.Sequential, *tensor.Tensor, error) {
+	m, err := models.Describe(t.cfg.Model, t.cfg.ModelConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	stage := m.Stage(t.bounds[s], t.bounds[s+1])
+	return stage, models.Materialize(stage, dev, cat), nil
+}
+
+// shapeIn returns the shape of n samples of stage k's input.
+func (t *Trainer) shapeIn(k, n int) tensor.Shape {
+	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k]].In...)
+}
+
+// shapeOut returns the shape of n samples of stage k's output.
+func (t *Trainer) shapeOut(k, n int) tensor.Shape {
+	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k+1]-1].Out...)
+}
+
+func (t *Trainer) last(k int) bool { return k == t.program.Stages-1 }
+
+// Step trains one mini-batch and returns its loss (the mean over the
+// batch) and what each device did.
+func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
+	step := t.steps
+	batch, err := t.loader.Batch(step)
+	if err != nil {
+		return StepResult{}, err
+	}
+	k := len(t.workers)
+	shard := t.cfg.Batch / k
+	states := make([]*stepState, k)
+	for d, w := range t.workers {
+		w.dev.ResetPeak()
+		s := &stepState{
+			step: step, batch: batch,
+			inputs: map[int]*tensor.Tensor{}, outputs: map[int]*tensor.Tensor{},
+			ctxs: map[int]models.Context{}, dOut: map[int]*tensor.Tensor{}, dIn: map[int]*tensor.Tensor{},
+			predicted: map[int]*tensor.Tensor{},
+		}
+		if d == 0 {
+			s.raw = batch.Upload(w.dev, tensor.Boundary, 0, t.cfg.Batch)
+		}
+		if t.cfg.Schedule.Name == schedule.Coop && k > 1 {
+			s.shard = batch.Upload(w.dev, tensor.Boundary, d*shard, (d+1)*shard)
+		}
+		states[d] = s
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, k)
+	start := tensor.Nanotime()
+	var wg sync.WaitGroup
+	for d, w := range t.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.runStep(ctx, states[d]); err != nil {
+				errs[d] = err
+				cancel() // the others stop at their next op or wait
+			}
+		}()
+	}
+	wg.Wait()
+	end := tensor.Nanotime()
+	if err := firstCause(errs); err != nil {
+		return StepResult{}, fmt.Errorf("step %d: %w", step, err)
+	}
+	t.steps++
+	res := StepResult{Step: step, Nanos: end - start, Devices: make([]DeviceStep, k)}
+	for d, w := range t.workers {
+		res.Loss += states[d].loss
+		res.Devices[d] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats()}
+		for _, e := range states[d].events {
+			e.StartNanos -= start
+			e.EndNanos -= start
+			res.Devices[d].Events = append(res.Devices[d].Events, e)
+		}
+	}
+	return res, nil
+}
+
+// firstCause returns the error that started a failure: one that is not
+// merely a cancellation caused by another device's error.
+func firstCause(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Params returns the trained parameters by state_dict name, copied to the
+// host, gathered from every device's own stage.
+func (t *Trainer) Params() map[string][]float32 {
+	out := map[string][]float32{}
+	for _, w := range t.workers {
+		for _, p := range models.Params(w.stage) {
+			out[p.Name] = tensor.ToHost(p.Param.Value)
+		}
+	}
+	return out
+}
+
+// Buffers returns the tensor buffers (running statistics) by state_dict
+// name, copied to the host.
+func (t *Trainer) Buffers() map[string][]float32 {
+	out := map[string][]float32{}
+	for _, w := range t.workers {
+		for _, b := range models.Buffers(w.stage) {
+			if b.Buffer.Value != nil {
+				out[b.Name] = tensor.ToHost(b.Buffer.Value)
+			}
+		}
+	}
+	return out
+}
+
+// Partition returns the stage bounds: stage s holds blocks [b[s], b[s+1]).
+func (t *Trainer) Partition() []int { return append([]int(nil), t.bounds...) }
+
+// Model returns the description of the model being trained.
+func (t *Trainer) Model() *models.Model { return t.model }
+
+// Program returns the schedule program the devices run.
+func (t *Trainer) Program() *schedule.Program { return t.program }
+
+// Devices returns the devices, in stage order.
+func (t *Trainer) Devices() []tensor.Device { return t.devs }
+
+// Close frees every tensor and stops the devices' threads.
+func (t *Trainer) Close() {
+	t.release()
+	for _, d := range t.devs {
+		d.Close()
+	}
+	t.devs = nil
+}
+
+// release frees every tensor the trainer holds, leaving the devices open
+// (so that their memory can still be read).
+func (t *Trainer) release() {
+	if t.transport != nil {
+		// A failed step may leave messages nobody received; Close frees
+		// them (its report of them matters only after a failure).
+		t.transport.Close()
+	}
+	for _, w := range t.workers {
+		models.ReleaseLayer(w.stage)
+		w.flat.Release()
+		for s, r := range w.replicas {
+			if r != nil {
+				models.ReleaseLayer(r)
+				w.replicaFlats[s].Release()
+			}
+		}
+	}
+	t.workers, t.transport = nil, nil
+}
