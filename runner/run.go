@@ -4,24 +4,46 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 )
 
-// RunOptions are how many steps a run takes.
+// RunOptions are how many steps a run takes and what it measures besides
+// the steps.
 type RunOptions struct {
 	Warmup int // steps run first and not measured
 	Steps  int // measured steps
+	// BlockTiming runs every forward, recompute, backward and predict
+	// block by block and records an event per block besides the op's
+	// own. It adds a clock read and a record per block.
+	BlockTiming bool
+	// Calibrate measures the backend's transfer path once, before the
+	// first step (see Calibrate); K = 1 runs calibrate too, so that their
+	// records let the predictor cost transfers.
+	Calibrate bool
 }
 
 // Result is a run: its configuration with defaults filled in, the
 // partition, and every measured step.
 type Result struct {
 	Config Config
+	// Options are the run's options.
+	Options RunOptions
+	// Model is the description of the model trained: its blocks, their
+	// shapes and costs.
+	Model *models.Model
 	// Partition holds the stage bounds over the model's blocks.
 	Partition []int
+	// DeviceNames names the devices in stage order.
+	DeviceNames []string
 	// Cores is the machine's CPU count; Oversubscribed is set when the
 	// devices' threads together exceed it.
 	Cores          int
 	Oversubscribed bool
+	// Calibration is the transfer path's measurement, nil unless the
+	// options asked for it.
+	Calibration *profiler.Calibration
 	// Warmup holds the warm-up steps (their losses matter for
 	// convergence; their times do not), Steps the measured ones.
 	Warmup []StepResult
@@ -40,11 +62,22 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
+	t.setRecording(true, opts.BlockTiming)
 	res := &Result{
 		Config:         t.cfg,
+		Options:        opts,
+		Model:          t.model,
 		Partition:      t.Partition(),
 		Cores:          runtime.NumCPU(),
 		Oversubscribed: t.cfg.Oversubscribed(),
+	}
+	for _, d := range t.devs {
+		res.DeviceNames = append(res.DeviceNames, d.Name())
+	}
+	if opts.Calibrate {
+		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.Schedule.Devices); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < opts.Warmup+opts.Steps; i++ {
 		s, err := t.Step(ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipecast/pipecast/datasets"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -64,7 +65,39 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		t.Close()
 		return nil, err
 	}
+	t.setRecording(true, false)
 	return t, nil
+}
+
+// setRecording turns event recording on or off for the following steps,
+// and per-block timing with it (blocks needs record). Each device's
+// recorder holds a step's events without growing: its capacity is the
+// device's op count, plus the blocks of every compute op when blocks is
+// set.
+func (t *Trainer) setRecording(record, blocks bool) {
+	for d, w := range t.workers {
+		w.rec, w.blocks = nil, false
+		if !record {
+			continue
+		}
+		w.blocks = blocks
+		w.rec = profiler.NewRecorder(t.eventsPerStep(d, blocks))
+	}
+}
+
+// eventsPerStep returns how many events device d records in a step.
+func (t *Trainer) eventsPerStep(d int, blocks bool) int {
+	n := 0
+	for _, op := range t.program.Devices[d] {
+		n++
+		switch op.Kind {
+		case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.Predict:
+			if blocks {
+				n += t.bounds[op.Stage+1] - t.bounds[op.Stage]
+			}
+		}
+	}
+	return n
 }
 
 // partition splits the model's blocks into stages by the configured cost.
@@ -198,18 +231,18 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	wg.Wait()
 	end := tensor.Nanotime()
 	if err := firstCause(errs); err != nil {
+		for _, w := range t.workers {
+			if w.rec != nil {
+				w.rec.Reset() // a failed step's events describe nothing
+			}
+		}
 		return StepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}
 	t.steps++
 	res := StepResult{Step: step, Nanos: end - start, Devices: make([]DeviceStep, k)}
 	for d, w := range t.workers {
 		res.Loss += states[d].loss
-		res.Devices[d] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats()}
-		for _, e := range states[d].events {
-			e.StartNanos -= start
-			e.EndNanos -= start
-			res.Devices[d].Events = append(res.Devices[d].Events, e)
-		}
+		res.Devices[d] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats(), Events: w.takeEvents(start)}
 	}
 	return res, nil
 }

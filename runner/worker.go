@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipecast/pipecast/datasets"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -28,6 +29,11 @@ type worker struct {
 	replicas     []*models.Sequential
 	replicaFlats []*tensor.Tensor
 	opt          *models.SGD
+	// rec records the device's events, nil when the trainer does not
+	// record (then no op is even timed); blocks runs compute ops block
+	// by block, recording an event per block (per-block timing).
+	rec    *profiler.Recorder
+	blocks bool
 
 	step *stepState
 }
@@ -50,7 +56,6 @@ type stepState struct {
 	predicted map[int]*tensor.Tensor
 	boundary  *tensor.Tensor
 	loss      float64
-	events    []Event
 }
 
 // micro returns the sample range of micro-batch (or slice) j.
@@ -79,15 +84,66 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if w.rec == nil {
+			if _, err := w.exec(ctx, op); err != nil {
+				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
+			}
+			continue
+		}
+		if op.Kind == schedule.Recv {
+			// Waiting for the peer is idle time, a bubble, not part of the
+			// transfer: the event starts when the data is there to copy.
+			tag := comm.Tag{Step: s.step, Kind: op.What.String(), Stage: op.Stage, Micro: op.Micro}
+			if err := w.ep.Probe(ctx, op.Peer, tag); err != nil {
+				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
+			}
+		}
 		start := w.dev.Now()
 		bytes, err := w.exec(ctx, op)
 		end := w.dev.Now()
 		if err != nil {
 			return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
 		}
-		s.events = append(s.events, Event{Op: op, StartNanos: start, EndNanos: end, Bytes: bytes})
+		w.rec.Record(recordEvent(s.step, w.k, op, wholeOp, start, end, bytes))
 	}
 	return nil
+}
+
+// wholeOp is the Block of an event that times a whole op.
+const wholeOp = -1
+
+// recordEvent returns the record's form of an event of op on device d.
+// Collectives belong to no stage; their events carry the device's own.
+func recordEvent(step, d int, op schedule.Op, block int, start, end, bytes int64) profiler.Event {
+	stage := op.Stage
+	if stage == schedule.None {
+		stage = d
+	}
+	return profiler.Event{
+		Step: step, Device: d, Stage: stage, Op: op.Kind.String(),
+		Micro: op.Micro, Shard: op.Shard, Peer: op.Peer, Block: block,
+		StartNanos: start, EndNanos: end, Bytes: bytes,
+	}
+}
+
+// takeEvents returns the events the device recorded in the step, with
+// times from the step's start, and empties the recorder. Events come in
+// the order they ended: an op's per-block events before the op's own.
+func (w *worker) takeEvents(start int64) []Event {
+	if w.rec == nil {
+		return nil
+	}
+	recs := w.rec.Events()
+	out := make([]Event, len(recs))
+	i := 0 // the op the next events belong to
+	for j, e := range recs {
+		out[j] = Event{Op: w.ops[min(i, len(w.ops)-1)], Block: e.Block, StartNanos: e.StartNanos - start, EndNanos: e.EndNanos - start, Bytes: e.Bytes}
+		if e.Block == wholeOp {
+			i++
+		}
+	}
+	w.rec.Reset()
+	return out
 }
 
 // exec runs one op and returns the bytes it moved between devices.
@@ -102,7 +158,7 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	case schedule.Forward:
 		lo, _ := w.micro(op.Micro)
 		x := w.input(op.Micro)
-		y, c := w.stage.Forward(w.pass(op.Keep, lo), x)
+		y, c := w.forward(op, w.stage, w.k, w.pass(op.Keep, lo), x)
 		if op.Keep {
 			s.ctxs[op.Micro] = c
 		}
@@ -119,7 +175,7 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 		// the running statistics; the recomputation must not count it
 		// again.
 		p.FreezeStats = true
-		y, c := w.stage.Forward(p, w.input(op.Micro))
+		y, c := w.forward(op, w.stage, w.k, p, w.input(op.Micro))
 		y.Release()
 		s.ctxs[op.Micro] = c
 		return 0, nil
@@ -139,7 +195,7 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 		}
 		delete(s.ctxs, op.Micro)
 		dy := take(s.dOut, op.Micro)
-		dx := w.stage.Backward(w.pass(true, lo), c, dy)
+		dx := w.backward(op, w.stage, w.k, w.pass(true, lo), c, dy)
 		dy.Release()
 		if in, ok := s.inputs[op.Micro]; ok {
 			in.Release()
@@ -229,7 +285,7 @@ func (w *worker) predict(op schedule.Op) error {
 	shardSize := w.t.cfg.Batch / w.t.cfg.Schedule.Devices
 	p := w.pass(false, op.Shard*shardSize)
 	p.FreezeStats = true // replicas never touch running statistics
-	y, _ := layer.Forward(p, x)
+	y, _ := w.forward(op, layer, op.Stage, p, x)
 	w.dev.Retag(y, tensor.Boundary)
 	// x stays: every predicted boundary goes out in the all-to-all, which
 	// releases them all.

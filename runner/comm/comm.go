@@ -39,6 +39,10 @@ type Endpoint interface {
 	// the data is copied out, then releases it: the caller may release
 	// its own reference at once.
 	Send(ctx context.Context, to int, tag Tag, t *tensor.Tensor) error
+	// Probe waits until the tensor that rank from sends under tag has
+	// arrived, without receiving it (MPI_Probe), so that a caller can
+	// tell time spent waiting for a peer from time spent copying.
+	Probe(ctx context.Context, from int, tag Tag) error
 	// Recv waits for the tensor that rank from sent under tag and copies
 	// it into dst, which lives on the receiving device and has the same
 	// number of elements.

@@ -91,10 +91,16 @@ func (tr *InProcess) Endpoints() []Endpoint {
 func (tr *InProcess) Close() error {
 	var pending []*message
 	tr.closeOnce.Do(func() {
-		close(tr.closed)
+		// Refuse posts and free what was never received before waking
+		// the waiters, so that a caller who sees ErrClosed also sees the
+		// stranded tensors released.
 		for _, e := range tr.eps {
 			pending = append(pending, e.box.shut()...)
 		}
+		for _, m := range pending {
+			m.t.Release()
+		}
+		close(tr.closed)
 	})
 	if len(pending) == 0 {
 		return nil
@@ -109,7 +115,6 @@ func (tr *InProcess) Close() error {
 		case i == shown:
 			names = append(names, fmt.Sprintf("and %d more", len(pending)-shown))
 		}
-		m.t.Release()
 	}
 	b := strings.Join(names, "; ")
 	return fmt.Errorf("close in-process transport: %d messages never received: %s", len(pending), b)
@@ -157,6 +162,21 @@ func (e *endpoint) Send(ctx context.Context, to int, tag Tag, t *tensor.Tensor) 
 	if !e.tr.eps[to].box.postP2P(m) {
 		m.t.Release()
 		return wrap(ErrClosed)
+	}
+	return nil
+}
+
+// Probe waits until a message from rank from under tag is queued, and
+// leaves it there.
+func (e *endpoint) Probe(ctx context.Context, from int, tag Tag) error {
+	if from < 0 || from >= len(e.tr.eps) {
+		return fmt.Errorf("probe from %d, %v: no rank %d among %d", from, tag, from, len(e.tr.eps))
+	}
+	err := e.box.wait(ctx, e.tr.closed, func(b *mailbox) bool {
+		return len(b.p2p[p2pKey{from: from, tag: tag}]) > 0
+	})
+	if err != nil {
+		return fmt.Errorf("probe from %d, %v: %w", from, tag, err)
 	}
 	return nil
 }

@@ -340,3 +340,32 @@ func TestCloseEndsWaitsAndReleases(t *testing.T) {
 	}
 	settled(t, before)
 }
+
+func TestProbe(t *testing.T) {
+	eps := comm.NewInProcess(2)
+	dev := newDevices(t, 1)[0]
+	tag := comm.Tag{Step: 1, Kind: "activation", Stage: 0, Micro: 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := eps[1].Probe(ctx, 0, tag); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("probe before any send: got %v, want a deadline error", err)
+	}
+	src := dev.Alloc(tensor.Activations, 3)
+	if err := eps[0].Send(context.Background(), 1, tag, src); err != nil {
+		t.Fatal(err)
+	}
+	src.Release()
+	for i := 0; i < 2; i++ { // probing leaves the message queued
+		if err := eps[1].Probe(context.Background(), 0, tag); err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+	}
+	dst := dev.Alloc(tensor.Comm, 3)
+	defer dst.Release()
+	if err := eps[1].Recv(context.Background(), 0, tag, dst); err != nil {
+		t.Fatalf("recv after probe: %v", err)
+	}
+	if err := eps[1].Probe(context.Background(), 5, tag); err == nil {
+		t.Error("probe of a rank that does not exist: no error")
+	}
+}

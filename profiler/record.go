@@ -1,0 +1,204 @@
+package profiler
+
+// SchemaVersion is the version of the run-record schema this package
+// writes; readers accept records of this version only. docs/run-record.md
+// documents every field and its unit.
+const SchemaVersion = 1
+
+// The kinds of record.
+const (
+	KindMeasured  = "measured"
+	KindPredicted = "predicted"
+)
+
+// Record is one run, measured or predicted: one line of a runs.jsonl
+// dataset. Units live in field names (Nanos, Bytes); times of events are
+// nanoseconds from the start of their step.
+type Record struct {
+	Schema int    `json:"schema"`
+	Kind   string `json:"kind"`
+	// ID identifies the run; CreatedUTC is when it was recorded (RFC
+	// 3339).
+	ID         string `json:"id"`
+	CreatedUTC string `json:"created_utc"`
+
+	Env       Environment `json:"environment"`
+	Config    RunConfig   `json:"config"`
+	Partition []Stage     `json:"partition"`
+	// Oversubscribed is set when devices × threads exceeds the cores.
+	Oversubscribed bool `json:"oversubscribed"`
+
+	// Steps are the measured steps (warm-up steps are not recorded,
+	// except their losses in WarmupLosses).
+	Steps        []Step    `json:"steps"`
+	WarmupLosses []float64 `json:"warmup_losses,omitempty"`
+	// Summary aggregates the measured steps.
+	Summary Summary `json:"summary"`
+	// Devices aggregates each device over the measured steps.
+	Devices []Device `json:"devices"`
+	// Blocks holds each block's compute times.
+	Blocks []BlockTiming `json:"blocks,omitempty"`
+	// Events are every op of every measured step on every device.
+	Events []Event `json:"events,omitempty"`
+}
+
+// Environment is where a run ran.
+type Environment struct {
+	Host      string `json:"host"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUModel  string `json:"cpu_model"`
+	Cores     int    `json:"cores"`
+	GoVersion string `json:"go_version"`
+	// Version and Revision identify the pipecast build.
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Backend  string `json:"backend"`
+	// Devices lists the devices of the run in stage order.
+	Devices []DeviceInfo `json:"devices"`
+	// PeakRSSBytes is the process's peak resident set size when the
+	// record was made (the high-water mark of the whole process so far).
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Calibration measures the backend's transfer path, so that even a
+	// single-device record lets the predictor cost transfers.
+	Calibration *Calibration `json:"calibration,omitempty"`
+}
+
+// DeviceInfo names a device and its threads.
+type DeviceInfo struct {
+	Name    string `json:"name"`
+	Threads int    `json:"threads"`
+}
+
+// Calibration is a short measurement of transfers between devices of the
+// run's backend.
+type Calibration struct {
+	// Samples are single measurements: a kind ("p2p", "allgather",
+	// "alltoall"), the devices taking part, the bytes each piece carries
+	// and the median time of a few repetitions.
+	Samples []TransferSample `json:"samples"`
+	// LatencyNanos and BandwidthBytesPerSecond fit t = latency +
+	// bytes/bandwidth to the point-to-point samples.
+	LatencyNanos            float64 `json:"latency_nanos"`
+	BandwidthBytesPerSecond float64 `json:"bandwidth_bytes_per_second"`
+}
+
+// TransferSample is one calibration measurement.
+type TransferSample struct {
+	Kind    string `json:"kind"`
+	Devices int    `json:"devices"`
+	Bytes   int64  `json:"bytes"`
+	Nanos   int64  `json:"nanos"`
+}
+
+// RunConfig is what was run.
+type RunConfig struct {
+	Model       string  `json:"model"`
+	Image       int     `json:"image"`
+	Classes     int     `json:"classes"`
+	Width       float64 `json:"width"`
+	Batch       int     `json:"batch"`
+	Devices     int     `json:"devices"`
+	Micro       int     `json:"microbatches"`
+	Schedule    string  `json:"schedule"`
+	Checkpoint  string  `json:"checkpoint,omitempty"`
+	Prefetch    int     `json:"prefetch,omitempty"`
+	Balance     string  `json:"balance"`
+	Threads     int     `json:"threads"`
+	Steps       int     `json:"steps"`
+	Warmup      int     `json:"warmup"`
+	Seed        uint64  `json:"seed"`
+	Dataset     string  `json:"dataset"`
+	LR          float64 `json:"lr"`
+	Momentum    float64 `json:"momentum"`
+	WeightDecay float64 `json:"weight_decay"`
+}
+
+// Stage is one pipeline stage: the blocks [FirstBlock, EndBlock) of the
+// model on device Device.
+type Stage struct {
+	Device     int      `json:"device"`
+	FirstBlock int      `json:"first_block"`
+	EndBlock   int      `json:"end_block"`
+	Blocks     []string `json:"blocks"`
+	Params     int64    `json:"params"`
+	// MACsPerSample and ActivationBytesPerSample are the stage's forward
+	// multiply-accumulates and kept bytes for one sample.
+	MACsPerSample            int64 `json:"macs_per_sample"`
+	ActivationBytesPerSample int64 `json:"activation_bytes_per_sample"`
+}
+
+// Step is one measured step.
+type Step struct {
+	Step      int     `json:"step"`
+	WallNanos int64   `json:"wall_nanos"`
+	Loss      float64 `json:"loss"`
+}
+
+// Summary aggregates the measured steps.
+type Summary struct {
+	StepNanosMedian int64 `json:"step_nanos_median"`
+	StepNanosMin    int64 `json:"step_nanos_min"`
+	StepNanosMax    int64 `json:"step_nanos_max"`
+	// SamplesPerSecond is the batch divided by the median step time.
+	SamplesPerSecond float64 `json:"samples_per_second"`
+	// BubbleFraction is the devices' mean idle time over the step time.
+	BubbleFraction float64 `json:"bubble_fraction"`
+	// PeakBytesMax is the largest device's peak bytes (all categories).
+	PeakBytesMax int64 `json:"peak_bytes_max"`
+	// MovedBytesPerStep is what all devices received per step.
+	MovedBytesPerStep int64 `json:"moved_bytes_per_step"`
+}
+
+// Device aggregates one device over the measured steps; times are means
+// per step.
+type Device struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	Stage int    `json:"stage"`
+	// BusyNanosByOp maps an op kind ("forward", "send", …) to the time
+	// the device spent in it per step.
+	BusyNanosByOp map[string]int64 `json:"busy_nanos_by_op"`
+	BusyNanos     int64            `json:"busy_nanos"`
+	IdleNanos     int64            `json:"idle_nanos"`
+	// PeakBytesByCategory is the largest peak over the steps of each
+	// memory category ("weights", "activations", …); PeakBytes the
+	// largest total.
+	PeakBytesByCategory map[string]int64 `json:"peak_bytes_by_category"`
+	PeakBytes           int64            `json:"peak_bytes"`
+	// SentBytesPerStep and ReceivedBytesPerStep count transfers between
+	// devices.
+	SentBytesPerStep     int64 `json:"sent_bytes_per_step"`
+	ReceivedBytesPerStep int64 `json:"received_bytes_per_step"`
+}
+
+// BlockTiming is a block's compute time per call, the median over the
+// measured steps, with the samples each call processed.
+type BlockTiming struct {
+	Block          int    `json:"block"`
+	Name           string `json:"name"`
+	Stage          int    `json:"stage"`
+	Samples        int    `json:"samples"`
+	ForwardNanos   int64  `json:"forward_nanos"`
+	BackwardNanos  int64  `json:"backward_nanos"`
+	RecomputeNanos int64  `json:"recompute_nanos,omitempty"`
+	PredictNanos   int64  `json:"predict_nanos,omitempty"`
+}
+
+// Event is one op on one device in one measured step.
+type Event struct {
+	Step   int    `json:"step"`
+	Device int    `json:"device"`
+	Stage  int    `json:"stage"`
+	Op     string `json:"op"`
+	// Micro, Shard and Peer are the op's micro-batch (coop: slice),
+	// prediction shard and transfer peer, or −1 where they do not apply.
+	Micro int `json:"micro"`
+	Shard int `json:"shard"`
+	Peer  int `json:"peer"`
+	// Block is the block of a per-block event, or −1 for a whole op.
+	Block      int   `json:"block"`
+	StartNanos int64 `json:"start_nanos"`
+	EndNanos   int64 `json:"end_nanos"`
+	Bytes      int64 `json:"bytes,omitempty"`
+}

@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// TestCalibrate checks that a calibration has a positive latency and
+// bandwidth and a sample of every kind at every size, that collectives
+// use min(K, 4) devices but at least 2, and that it stays short.
+func TestCalibrate(t *testing.T) {
+	ctx := watch(t, time.Minute)
+	for _, tc := range []struct {
+		name        string
+		devices     int
+		collectives int
+	}{
+		{name: "single device", devices: 1, collectives: 2},
+		{name: "three devices", devices: 3, collectives: 3},
+		{name: "six devices", devices: 6, collectives: 4},
+	} {
+		start := time.Now()
+		cal, err := Calibrate(ctx, "cpu", 1, tc.devices)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s: latency %.0f ns, bandwidth %.2f GB/s, in %v", tc.name, cal.LatencyNanos, cal.BandwidthBytesPerSecond/1e9, took)
+		if !(cal.LatencyNanos > 0) || !(cal.BandwidthBytesPerSecond > 0) || math.IsInf(cal.BandwidthBytesPerSecond, 0) {
+			t.Errorf("%s: latency %g ns, bandwidth %g B/s: want both positive and finite", tc.name, cal.LatencyNanos, cal.BandwidthBytesPerSecond)
+		}
+		count := map[string]int{}
+		for _, s := range cal.Samples {
+			count[s.Kind]++
+			want := 2
+			if s.Kind != "p2p" {
+				want = tc.collectives
+			}
+			if s.Devices != want || s.Bytes <= 0 || s.Nanos <= 0 {
+				t.Errorf("%s: sample %+v: want %d devices and positive bytes and time", tc.name, s, want)
+			}
+		}
+		if count["p2p"] != len(p2pCalibrationBytes) || count["allgather"] != len(collectiveCalibrationBytes) || count["alltoall"] != len(collectiveCalibrationBytes) {
+			t.Errorf("%s: samples by kind %v", tc.name, count)
+		}
+		// The budget is half a second on an idle machine; the race
+		// detector and a loaded machine get a generous margin.
+		if took > 5*time.Second {
+			t.Errorf("%s: calibration took %v", tc.name, took)
+		}
+	}
+}
+
+// TestFitTransfer checks the fit on exact data and its fallbacks on data
+// a fit cannot explain.
+func TestFitTransfer(t *testing.T) {
+	line := func(lat, bw float64) []profiler.TransferSample {
+		var out []profiler.TransferSample
+		for _, b := range p2pCalibrationBytes {
+			out = append(out, profiler.TransferSample{Kind: "p2p", Devices: 2, Bytes: b, Nanos: int64(math.Round(lat + float64(b)/bw*1e9))})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name             string
+		samples          []profiler.TransferSample
+		wantLat, wantBW  float64
+		latTol, bwRelTol float64
+	}{
+		{name: "exact line", samples: line(20000, 4e9), wantLat: 20000, wantBW: 4e9, latTol: 5, bwRelTol: 1e-3},
+		{name: "tiny latency", samples: line(300, 10e9), wantLat: 300, wantBW: 10e9, latTol: 5, bwRelTol: 1e-3},
+		{
+			// The smallest transfer is slower than the rest predict
+			// nothing about: a negative-intercept shape is impossible
+			// here, but a flat one gives no bandwidth; the fallbacks
+			// take the largest transfer's rate.
+			name: "flat",
+			samples: []profiler.TransferSample{
+				{Bytes: 4 << 10, Nanos: 1000}, {Bytes: 256 << 10, Nanos: 1000}, {Bytes: 4 << 20, Nanos: 1000}, {Bytes: 16 << 20, Nanos: 1000},
+			},
+			wantLat: 1000, wantBW: float64(16<<20) / 1000 * 1e9, latTol: 1, bwRelTol: 1e-9,
+		},
+		{
+			// Superlinear times (caches overflowing) drive the intercept
+			// negative: the smallest transfer's time stands in.
+			name: "negative intercept",
+			samples: []profiler.TransferSample{
+				{Bytes: 4 << 10, Nanos: 100}, {Bytes: 256 << 10, Nanos: 20000}, {Bytes: 4 << 20, Nanos: 2000000}, {Bytes: 16 << 20, Nanos: 16000000},
+			},
+			wantLat: 100, latTol: 0,
+		},
+	} {
+		lat, bw := fitTransfer(tc.samples)
+		if math.Abs(lat-tc.wantLat) > tc.latTol {
+			t.Errorf("%s: latency %g ns, want %g", tc.name, lat, tc.wantLat)
+		}
+		if tc.wantBW > 0 && math.Abs(bw-tc.wantBW) > tc.bwRelTol*tc.wantBW {
+			t.Errorf("%s: bandwidth %g B/s, want %g", tc.name, bw, tc.wantBW)
+		}
+		if !(bw > 0) {
+			t.Errorf("%s: bandwidth %g B/s", tc.name, bw)
+		}
+	}
+}
