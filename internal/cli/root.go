@@ -59,6 +59,8 @@ were never run.`,
 	})
 	cmd.AddCommand(NewCmdVersion(streams, nil))
 	cmd.AddCommand(NewCmdModels(streams, nil))
+	cmd.AddCommand(NewCmdProfile(streams, nil))
+	cmd.AddCommand(NewCmdReport(streams, nil))
 	return cmd
 }
 

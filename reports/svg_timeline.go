@@ -1,0 +1,277 @@
+package reports
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// Timeline layout, in SVG user units (pixels at 100 %).
+const (
+	tlWidth      = 960.0
+	tlLeft       = 150.0 // room for "cpu:12 · stage 12"
+	tlRight      = 24.0
+	tlTop        = 44.0
+	tlRowHeight  = 26.0
+	tlRowGap     = 8.0
+	tlFontSize   = 12.0
+	tlLabelSize  = 11.0
+	tlCharWidth  = 0.62 // average advance of a sans-serif glyph, in ems
+	tlMinOpWidth = 0.5  // so that an op shorter than a pixel stays visible
+)
+
+// timelineRow is one device of the timeline.
+type timelineRow struct {
+	device int
+	label  string
+}
+
+// WriteTimelineSVG writes the measured step numbered step of rec (a
+// Step.Step value, as in rec.Steps and rec.Events) as an SVG timeline: a
+// row per device, labelled "cpu:0 · stage 0", each op a box from its start
+// to its end filled with its kind's colour from OpColors, its micro-batch
+// number inside when it fits, idle time blank, a time axis in
+// milliseconds, a legend of the kinds present and a title with the model,
+// schedule, devices K, micro-batches M, batch and the step time. Per-block
+// events are not drawn: they lie inside their op. It returns an error if
+// the record has no events of that step.
+func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
+	var ops []profiler.Event
+	steps := map[int]bool{}
+	for _, e := range rec.Events {
+		steps[e.Step] = true
+		if e.Step == step && e.Block < 0 {
+			ops = append(ops, e)
+		}
+	}
+	if len(ops) == 0 {
+		if len(steps) == 0 {
+			return fmt.Errorf("reports: timeline of record %q: the record has no events (was it recorded with events?)", rec.ID)
+		}
+		have := make([]int, 0, len(steps))
+		for s := range steps {
+			have = append(have, s)
+		}
+		slices.Sort(have)
+		return fmt.Errorf("reports: timeline of record %q: step %d has no events (steps with events: %v)", rec.ID, step, have)
+	}
+	slices.SortStableFunc(ops, func(a, b profiler.Event) int {
+		if a.Device != b.Device {
+			return a.Device - b.Device
+		}
+		if a.StartNanos != b.StartNanos {
+			return cmp.Compare(a.StartNanos, b.StartNanos)
+		}
+		return cmp.Compare(a.EndNanos, b.EndNanos)
+	})
+
+	stepNanos := int64(0)
+	for _, s := range rec.Steps {
+		if s.Step == step {
+			stepNanos = s.WallNanos
+		}
+	}
+	span := stepNanos
+	for _, e := range ops {
+		span = max(span, e.EndNanos)
+	}
+	if span <= 0 {
+		span = 1
+	}
+
+	rows := timelineRows(rec, ops)
+	rowOf := map[int]int{}
+	for i, r := range rows {
+		rowOf[r.device] = i
+	}
+	plotW := tlWidth - tlLeft - tlRight
+	x := func(ns int64) float64 { return tlLeft + float64(ns)/float64(span)*plotW }
+	rowY := func(i int) float64 { return tlTop + float64(i)*(tlRowHeight+tlRowGap) }
+	bottom := rowY(len(rows)) - tlRowGap
+	height := bottom + 84
+
+	s := &svgWriter{w: w}
+	title := timelineTitle(rec, step, stepNanos)
+	s.printf(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	s.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="pipecast-timeline" width="%s" height="%s" viewBox="0 0 %s %s" font-family="sans-serif" font-size="%s">`+"\n",
+		svgNum(tlWidth), svgNum(height), svgNum(tlWidth), svgNum(height), svgNum(tlFontSize))
+	s.printf("<title>%s</title>\n", svgEscape(title))
+	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
+	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
+
+	// Grid and rows first, so the ops are drawn over them.
+	ms := float64(span) / 1e6
+	tick := svgNiceStep(ms, 10)
+	decimals := 0
+	for t := tick; t < 1-1e-9; t *= 10 {
+		decimals++
+	}
+	s.printf(`<g class="axis">` + "\n")
+	for k := 0; float64(k)*tick <= ms*(1+1e-9); k++ {
+		tx := x(int64(math.Round(float64(k) * tick * 1e6)))
+		s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4"/>`+"\n", svgNum(tx), svgNum(tlTop-4), svgNum(tx), svgNum(bottom+4))
+		s.text(tx, bottom+18, ` text-anchor="middle"`, strconv.FormatFloat(float64(k)*tick, 'f', decimals, 64))
+	}
+	s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#000000"/>`+"\n", svgNum(tlLeft), svgNum(bottom+4), svgNum(tlWidth-tlRight), svgNum(bottom+4))
+	s.text(tlLeft+plotW/2, bottom+36, ` class="axis-label" text-anchor="middle"`, "time since the step began (ms)")
+	s.printf("</g>\n")
+	for i, r := range rows {
+		y := rowY(i)
+		s.printf(`<g class="device" data-device="%d">`+"\n", r.device)
+		s.text(tlLeft-8, y+tlRowHeight/2+4, ` text-anchor="end"`, r.label)
+		s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="none" stroke="#BBBBBB"/>`+"\n", svgNum(tlLeft), svgNum(y), svgNum(plotW), svgNum(tlRowHeight))
+		s.printf("</g>\n")
+	}
+
+	s.printf(`<g class="ops">` + "\n")
+	for _, e := range ops {
+		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(rowOf[e.Device]))
+	}
+	s.printf("</g>\n")
+
+	writeTimelineLegend(s, ops, bottom+58)
+	s.printf("</svg>\n")
+	return s.err
+}
+
+// writeTimelineOp draws one op: its box, a tooltip and, when it fits, its
+// micro-batch number.
+func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64) {
+	fill, stroke := OpColors[e.Op], "#FFFFFF"
+	if fill == "" {
+		fill, stroke = unknownOpColor, "#444444"
+	}
+	s.printf(`<g class="op op-%s" data-device="%d" data-micro="%d">`+"\n", svgEscape(e.Op), e.Device, e.Micro)
+	tip := e.Op
+	if e.Micro >= 0 {
+		tip += " · micro-batch " + strconv.Itoa(e.Micro)
+	}
+	if e.Shard >= 0 {
+		tip += " · shard " + strconv.Itoa(e.Shard)
+	}
+	if e.Peer >= 0 {
+		tip += " · peer " + strconv.Itoa(e.Peer)
+	}
+	if e.Bytes > 0 {
+		tip += " · " + FormatBytes(e.Bytes)
+	}
+	tip += fmt.Sprintf(" · %s → %s (%s)", svgMillis(e.StartNanos), svgMillis(e.EndNanos), svgMillis(e.EndNanos-e.StartNanos))
+	s.printf("<title>%s</title>\n", svgEscape(tip))
+	w := max(x1-x0, tlMinOpWidth)
+	s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="%s" stroke-width="0.5"/>`+"\n",
+		svgNum(x0), svgNum(y), svgNum(w), svgNum(tlRowHeight), fill, stroke)
+	if e.Micro >= 0 {
+		label := strconv.Itoa(e.Micro)
+		if float64(len(label))*tlCharWidth*tlLabelSize+4 <= w {
+			color := "#000000"
+			if svgDarkFills[fill] {
+				color = "#FFFFFF"
+			}
+			s.text(x0+w/2, y+tlRowHeight/2+4, fmt.Sprintf(` text-anchor="middle" font-size="%s" fill="%s"`, svgNum(tlLabelSize), color), label)
+		}
+	}
+	s.printf("</g>\n")
+}
+
+// writeTimelineLegend draws a swatch per op kind present, in legendOpOrder (kinds
+// OpColors does not know follow, sorted), and one for idle time.
+func writeTimelineLegend(s *svgWriter, ops []profiler.Event, y float64) {
+	present := map[string]bool{}
+	for _, e := range ops {
+		present[e.Op] = true
+	}
+	var kinds, unknown []string
+	for _, k := range legendOpOrder {
+		if present[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	for k := range present {
+		if _, ok := OpColors[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	kinds = append(kinds, unknown...)
+
+	s.printf(`<g class="legend">` + "\n")
+	x := tlLeft
+	item := func(name, fill, stroke string) {
+		s.printf(`<g class="legend-item" data-op="%s">`+"\n", svgEscape(name))
+		s.printf(`<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="%s"/>`+"\n", svgNum(x), svgNum(y-11), fill, stroke)
+		s.text(x+19, y, "", name)
+		s.printf("</g>\n")
+		x += 19 + float64(len([]rune(name)))*tlCharWidth*tlFontSize + 16
+	}
+	for _, k := range kinds {
+		if fill := OpColors[k]; fill != "" {
+			item(k, fill, "#FFFFFF")
+		} else {
+			item(k, unknownOpColor, "#444444")
+		}
+	}
+	item("idle", "#FFFFFF", "#BBBBBB")
+	s.printf("</g>\n")
+}
+
+// timelineRows lists the devices of the record and of the step's ops in
+// index order, labelled "name · stage s".
+func timelineRows(rec profiler.Record, ops []profiler.Event) []timelineRow {
+	names := map[int]string{}
+	stages := map[int]int{}
+	for i, d := range rec.Env.Devices {
+		names[i] = d.Name
+	}
+	for _, d := range rec.Devices {
+		if d.Name != "" {
+			names[d.Index] = d.Name
+		}
+		stages[d.Index] = d.Stage
+	}
+	for _, e := range ops {
+		if _, ok := stages[e.Device]; !ok {
+			stages[e.Device] = e.Stage
+		}
+	}
+	devices := make([]int, 0, len(stages))
+	for d := range stages {
+		devices = append(devices, d)
+	}
+	slices.Sort(devices)
+	rows := make([]timelineRow, len(devices))
+	for i, d := range devices {
+		name := names[d]
+		if name == "" {
+			name = "device " + strconv.Itoa(d)
+		}
+		rows[i] = timelineRow{device: d, label: fmt.Sprintf("%s · stage %d", name, stages[d])}
+	}
+	return rows
+}
+
+// timelineTitle names the run and the step: "vgg16bn · gpipe · K=4 · M=8
+// · batch 32 · step 2: 123.4 ms".
+func timelineTitle(rec profiler.Record, step int, stepNanos int64) string {
+	c := rec.Config
+	t := fmt.Sprintf("%s · %s · K=%d · M=%d · batch %d · step %d", c.Model, c.Schedule, c.Devices, c.Micro, c.Batch, step)
+	if stepNanos > 0 {
+		t += ": " + svgMillis(stepNanos)
+	}
+	if rec.Kind == profiler.KindPredicted {
+		t = "predicted · " + t
+	}
+	if rec.Oversubscribed {
+		t += " · oversubscribed"
+	}
+	return t
+}
+
+// errNoChartRecords is returned by the charts of record sets when the set is
+// empty.
+var errNoChartRecords = errors.New("reports: no run records to chart")
