@@ -20,8 +20,10 @@ type Config struct {
 	// Schedule selects the schedule, K (Devices), M (Micro) and its
 	// options.
 	Schedule schedule.Options
-	// Balance is the block cost the partitioner balances: "params" or
-	// "macs" (default).
+	// Balance is the block cost the partitioner balances: "params",
+	// "macs" (default) or "time" (each block's forward and backward
+	// measured on one device at the micro-batch size, as torchgpipe's
+	// balance_by_time does).
 	Balance string
 	// Backend names the tensor backend ("cpu"); Threads is T, the worker
 	// threads of each device.
@@ -87,8 +89,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("coop: batch %d does not split into %d equal shards, one per device", c.Batch, k)
 	case c.Threads < 1:
 		return fmt.Errorf("threads %d: need at least 1", c.Threads)
-	case c.Balance != "params" && c.Balance != "macs":
-		return fmt.Errorf("balance %q: want params or macs", c.Balance)
+	case c.Balance != "params" && c.Balance != "macs" && c.Balance != "time":
+		return fmt.Errorf("balance %q: want params, macs or time", c.Balance)
 	}
 	return nil
 }

@@ -102,6 +102,16 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 
 // partition splits the model's blocks into stages by the configured cost.
 func (t *Trainer) partition(stages int) ([]int, error) {
+	if t.cfg.Balance == "time" {
+		if stages == 1 {
+			return []int{0, len(t.model.Blocks)}, nil
+		}
+		costs, err := BlockTimes(t.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("balance by time: %w", err)
+		}
+		return models.Partition(costs, stages)
+	}
 	costs := make([]float64, len(t.model.Blocks))
 	for i, b := range t.model.Blocks {
 		if t.cfg.Balance == "params" {

@@ -73,7 +73,6 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					t.Errorf("scalars: %+v", *o)
 				}
 			}},
-		{name: "balance time is not available", args: []string{"--balance", "time"}, wantUsage: "--balance time: balancing by measured block times is not available yet"},
 		{name: "unknown balance", args: []string{"--balance", "flops"}, wantUsage: `--balance "flops": unknown cost`},
 		{name: "unknown model", args: []string{"--model", "resnet51"}, wantUsage: "--model:"},
 		{name: "unknown schedule", args: []string{"--schedule", "gpipe,zb"}, wantUsage: `--schedule "zb": unknown schedule`},
@@ -288,7 +287,6 @@ func TestProfileUsageExitCodes(t *testing.T) {
 		args []string
 		want ExitCode
 	}{
-		{name: "balance time", args: []string{"profile", "--balance", "time"}, want: ExitUsage},
 		{name: "nothing runnable", args: []string{"profile", "--model", "mlp", "--batch", "3", "--microbatches", "2"}, want: ExitUsage},
 		{name: "unknown flag", args: []string{"profile", "--devcies", "2"}, want: ExitUsage},
 	}

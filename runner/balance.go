@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"math/rand/v2"
+	"sort"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// blockTimeReps is how many times BlockTimes measures each block; it
+// takes the median, after one warm-up pass.
+const blockTimeReps = 3
+
+// BlockTimes measures each block of cfg's model: the time of a training
+// forward and backward at the micro-batch size (B/M samples) on one device
+// of cfg's backend with cfg's threads, the median of a few repetitions
+// after a warm-up — the costs torchgpipe's balance_by_time partitions by.
+func BlockTimes(cfg Config) ([]float64, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dev, err := tensor.Open(cfg.Backend, tensor.Options{Index: 0, Threads: cfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x74696d65))
+	m, err := models.Build(dev, cfg.Model, cfg.ModelConfig, rng)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Release()
+	mb := cfg.Batch / cfg.Schedule.Micro
+	input := make([]float32, mb*m.Input.Numel())
+	for i := range input {
+		input[i] = float32(rng.NormFloat64())
+	}
+	samples := make([][]float64, len(m.Blocks))
+	for rep := 0; rep <= blockTimeReps; rep++ {
+		x := tensor.FromHost(dev, tensor.Boundary, append(tensor.Shape{mb}, m.Input...), input)
+		for i, b := range m.Blocks {
+			p := &models.Pass{Dev: dev, Train: true, Grad: true, Seed: cfg.Seed}
+			start := dev.Now()
+			y, ctx := b.Layer.Forward(p, x)
+			// The output's own values stand in for its gradient: zeros
+			// would let kernels that skip zero multipliers look fast.
+			dy := dev.Alloc(tensor.Boundary, y.Shape()...)
+			dev.Copy(dy, y)
+			dx := b.Layer.Backward(p, ctx, dy)
+			end := dev.Now()
+			dx.Release()
+			dy.Release()
+			x.Release()
+			x = y
+			if rep > 0 {
+				samples[i] = append(samples[i], float64(end-start))
+			}
+		}
+		x.Release()
+	}
+	costs := make([]float64, len(samples))
+	for i, s := range samples {
+		sort.Float64s(s)
+		costs[i] = s[len(s)/2]
+	}
+	return costs, nil
+}
