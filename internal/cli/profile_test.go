@@ -50,7 +50,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 				IO: o.IO, Output: FormatTable, Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
 				Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
 				Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
-				Balance: "macs", Steps: 5, Warmup: 1, Dataset: "synthetic", Seed: 1, Backend: "cpu",
+				Balance: "time", Steps: 5, Warmup: 1, Dataset: "synthetic", Seed: 1, Backend: "cpu",
 			}
 			if !reflect.DeepEqual(*o, want) {
 				t.Errorf("got %+v\nwant %+v", *o, want)
