@@ -22,15 +22,8 @@ func init() {
 		// Five 2×2 max-pools halve the input, rounding down, and the
 		// last must still see a 2×2 map: 32 → 16 → 8 → 4 → 2 → 1.
 		MinImage: 32,
-		defaults: func(c *Config) {
-			if c.Classes == 0 {
-				c.Classes = 1000
-			}
-			if c.Image == 0 {
-				c.Image = 224
-			}
-		},
-		build: func(b *Builder) ([]*Block, error) { return buildVGG16(b, true) },
+		defaults: vggDefaults,
+		build:    func(b *Builder) ([]*Block, error) { return buildVGG16(b, true) },
 	})
 	// torchvision's vgg16, the same network without batch normalisation:
 	// features.0 (conv), features.1 (relu), features.4 (max-pool), …
@@ -39,16 +32,19 @@ func init() {
 		Description:  "VGG16 without batch normalisation, as torchvision's vgg16 (138.4 M parameters at 1000 classes)",
 		DefaultImage: 224,
 		MinImage:     32,
-		defaults: func(c *Config) {
-			if c.Classes == 0 {
-				c.Classes = 1000
-			}
-			if c.Image == 0 {
-				c.Image = 224
-			}
-		},
-		build: func(b *Builder) ([]*Block, error) { return buildVGG16(b, false) },
+		defaults:     vggDefaults,
+		build:        func(b *Builder) ([]*Block, error) { return buildVGG16(b, false) },
 	})
+}
+
+// vggDefaults are torchvision's: 1000 classes at 224×224.
+func vggDefaults(c *Config) {
+	if c.Classes == 0 {
+		c.Classes = 1000
+	}
+	if c.Image == 0 {
+		c.Image = 224
+	}
 }
 
 // vgg16Features is torchvision's cfgs["D"]: output channels of each 3×3
