@@ -148,6 +148,9 @@ type Summary struct {
 	PeakBytesMax int64 `json:"peak_bytes_max"`
 	// MovedBytesPerStep is what all devices received per step.
 	MovedBytesPerStep int64 `json:"moved_bytes_per_step"`
+	// PredictedRelErr is a predicted record's relative 1-σ uncertainty of
+	// its step time; measured records leave it out.
+	PredictedRelErr float64 `json:"predicted_rel_err,omitempty"`
 }
 
 // Device aggregates one device over the measured steps; times are means

@@ -36,6 +36,10 @@ type Config struct {
 	Seed uint64
 	// SGD is the optimizer's hyper-parameters.
 	SGD tensor.SGDParams
+	// Bounds, when set, is the partition to use instead of balancing:
+	// stage s holds blocks [Bounds[s], Bounds[s+1]). A forecast sets it
+	// to run exactly the partition it computed from fitted block times.
+	Bounds []int
 }
 
 // DefaultSGD is the optimizer of the runs unless a caller says otherwise:
@@ -44,6 +48,9 @@ type Config struct {
 func DefaultSGD() tensor.SGDParams {
 	return tensor.SGDParams{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
 }
+
+// WithDefaults returns c with its zero fields filled as Run fills them.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {

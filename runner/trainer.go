@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/pipecast/pipecast/datasets"
@@ -102,6 +103,12 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 
 // partition splits the model's blocks into stages by the configured cost.
 func (t *Trainer) partition(stages int) ([]int, error) {
+	if b := t.cfg.Bounds; b != nil {
+		if len(b) != stages+1 || b[0] != 0 || b[stages] != len(t.model.Blocks) || !slices.IsSorted(b) {
+			return nil, fmt.Errorf("partition %v: want %d stage bounds from 0 to %d, ascending", b, stages+1, len(t.model.Blocks))
+		}
+		return slices.Clone(b), nil
+	}
 	if t.cfg.Balance == "time" {
 		if stages == 1 {
 			return []int{0, len(t.model.Blocks)}, nil
@@ -133,7 +140,13 @@ func (t *Trainer) place() error {
 		return err
 	}
 	defer host.Close()
-	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473)))
+	// A meta device holds no values, so initialisation draws would be
+	// pointless there.
+	var rng *rand.Rand
+	if t.cfg.Backend != "meta" {
+		rng = rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473))
+	}
+	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rng)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@
 // without memory, its output shapes, the bytes each layer keeps for
 // backward (with sharing between layers resolved by the same reference
 // counts as a real run) and its MACs — the cost annotations the
-// partitioner and the predictor use. Like torch's meta device, it is not
-// registered for running training.
+// partitioner and the predictor use. It is registered as the "meta"
+// backend, so the runner can execute a whole schedule on it: the predictor
+// reads a configuration's exact memory peaks from such a run, in a
+// fraction of a second and without the memory itself.
 package meta

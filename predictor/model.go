@@ -1,0 +1,69 @@
+package predictor
+
+import (
+	"fmt"
+
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// Key identifies what a cost model describes: one network at one size on
+// one backend with one number of threads per device. The predictor
+// forecasts other device counts, micro-batch counts, batches and
+// schedules of the same key, never another key.
+type Key struct {
+	Model   string
+	Image   int
+	Classes int
+	Width   float64
+	Backend string
+	Threads int
+}
+
+// KeyOf returns the key of a record.
+func KeyOf(r *profiler.Record) Key {
+	return Key{
+		Model: r.Config.Model, Image: r.Config.Image, Classes: r.Config.Classes, Width: r.Config.Width,
+		Backend: r.Env.Backend, Threads: r.Config.Threads,
+	}
+}
+
+// String formats the key for messages.
+func (k Key) String() string {
+	return fmt.Sprintf("%s (image %d, %d classes, width %g) on %s with %d thread(s) per device",
+		k.Model, k.Image, k.Classes, k.Width, k.Backend, k.Threads)
+}
+
+// Phase is the kind of compute a block time is fitted for.
+type Phase int
+
+// The phases of a block.
+const (
+	PhaseForward Phase = iota
+	PhaseBackward
+	PhaseRecompute
+	PhasePredict
+)
+
+// Line is a fitted t = Intercept + Slope·x with its residuals, as every
+// fit reports them.
+type Line struct {
+	Intercept, Slope float64
+	// Points is how many measurements the fit used; RMSE and MaxRelErr
+	// are its residuals' root mean square (in the fit's unit) and largest
+	// relative error over the points.
+	Points    int
+	RMSE      float64
+	MaxRelErr float64
+}
+
+// At evaluates the line.
+func (l Line) At(x float64) float64 { return l.Intercept + l.Slope*x }
+
+// FitReport names one fitted primitive for users: what it predicts, the
+// variable, and the line.
+type FitReport struct {
+	Name     string // "block layer1.0 forward", "transfer p2p", "update"
+	Variable string // "samples", "bytes", "params"
+	Unit     string // "ns"
+	Line     Line
+}
