@@ -66,6 +66,14 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	if t.Title == "" {
 		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
 	}
+	// Forecasts carry an uncertainty that measured runs do not: a column
+	// for it appears only beside predicted records, so that tables of
+	// measured runs keep their shape.
+	predicted := slices.ContainsFunc(recs, func(r profiler.Record) bool { return r.Kind == profiler.KindPredicted })
+	if predicted {
+		at := slices.IndexFunc(t.Columns, func(c Column) bool { return c.Key == "step_range" })
+		t.Columns = slices.Insert(t.Columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight})
+	}
 	var over []string
 	for i := range recs {
 		r := &recs[i]
@@ -97,13 +105,22 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 			prefetch = Int(int64(c.Prefetch))
 		}
 		s := r.Summary
-		t.Rows = append(t.Rows, []Cell{
+		row := []Cell{
 			String(r.ID), String(r.Kind),
 			String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
 			sched, checkpoint, prefetch,
 			Int(int64(c.Devices)), Int(int64(c.Micro)), Int(int64(c.Batch)), Int(int64(c.Threads)),
 			Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
-			String(FormatNanos(s.StepNanosMin) + "–" + FormatNanos(s.StepNanosMax)),
+		}
+		if predicted {
+			band := Empty("—")
+			if r.Kind == profiler.KindPredicted {
+				band = Cell{Value: s.PredictedRelErr, Text: "±" + strconv.FormatFloat(100*s.PredictedRelErr, 'f', 1, 64) + " %"}
+			}
+			row = append(row, band)
+		}
+		t.Rows = append(t.Rows, append(row,
+			String(FormatNanos(s.StepNanosMin)+"–"+FormatNanos(s.StepNanosMax)),
 			Int(s.StepNanosMin), Int(s.StepNanosMax),
 			Float(s.SamplesPerSecond, 1),
 			speed,
@@ -111,14 +128,18 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 			Bytes(s.PeakBytesMax),
 			mem,
 			Bytes(s.MovedBytesPerStep),
-			{Value: r.Oversubscribed, Text: strconv.FormatBool(r.Oversubscribed)},
-		})
+			Cell{Value: r.Oversubscribed, Text: strconv.FormatBool(r.Oversubscribed)},
+		))
 	}
 	t.Footnotes = []string{
 		"step: median wall time of the measured steps; vs gpipe: the GPipe run of the same model, sizes, batch, K and M " +
 			"takes this many times as long (above 1: faster than GPipe); mem vs gpipe: peak bytes over GPipe's.",
 		"bubble: the devices' mean idle time over the step time; peak/device: the largest device's peak bytes; " +
 			"moved/step: bytes all devices received per step.",
+	}
+	if predicted {
+		t.Footnotes = append(t.Footnotes, "± step: a predicted run's relative 1-σ uncertainty of its step time, "+
+			"from the fitted costs' residuals and the measured runs' run-to-run noise; — for measured runs.")
 	}
 	for _, n := range over {
 		t.Footnotes = append(t.Footnotes, "* oversubscribed: "+n+", so devices compete for cores and times are inflated.")

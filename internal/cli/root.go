@@ -61,6 +61,7 @@ were never run.`,
 	cmd.AddCommand(NewCmdModels(streams, nil))
 	cmd.AddCommand(NewCmdProfile(streams, nil))
 	cmd.AddCommand(NewCmdReport(streams, nil))
+	cmd.AddCommand(NewCmdPredict(streams, nil))
 	return cmd
 }
 

@@ -1,0 +1,670 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/predictor"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/reports"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// PredictOptions is what the predict command needs. The configuration
+// lists mean what profile's do; a nil list (the flag not given) takes
+// the values the data holds.
+type PredictOptions struct {
+	IO     *IOStreams
+	Output Format
+	Data   []string // runs.jsonl files of measured runs
+
+	Models      []string
+	Images      []int
+	Classes     []int
+	Widths      []float64
+	Batches     []int
+	Devices     []int
+	Micro       []int
+	Schedules   []string
+	Checkpoints []string // gpipe only
+	Prefetch    []int    // coop only
+
+	Balance string // "": the data's, or time where the data's runs differ
+	Threads int    // 0: the data's
+	Backend string // "": the data's
+
+	Out   string // directory whose runs.jsonl the predicted records are appended to
+	Trace string
+	Pprof string
+	SVG   string // the first prediction's timeline; with Validate, predicted against measured
+
+	Validate bool
+	Holdout  string // devices|microbatch|random
+	Seed     uint64
+}
+
+// The holdouts predictor.Validate accepts.
+var predictHoldouts = []string{"devices", "microbatch", "random"}
+
+// NewCmdPredict returns the predict command. runF, when not nil, runs
+// instead of the real work, so that tests can check what the flags
+// parsed into.
+func NewCmdPredict(streams *IOStreams, runF func(*PredictOptions) error) *cobra.Command {
+	opts := &PredictOptions{IO: streams}
+	cmd := &cobra.Command{
+		Use:   "predict --data RUNS.jsonl [flags]",
+		Short: "Forecast configurations that were never run from recorded runs",
+		Long: `Fit cost models to measured runs (the runs.jsonl that pipecast profile --out
+writes) and forecast the step time, bubble and memory of every combination
+of the configuration flags by simulating the schedule with the fitted
+costs. The table is pipecast profile's, marked as predicted, with each
+forecast's 1-σ relative uncertainty (± step) derived from the fits'
+residuals and the measured runs' run-to-run noise.
+
+The configuration flags are profile's, and each defaults to what the data
+holds: its model, input size, classes, width, backend and threads, and the
+batches, device counts, micro-batch counts, schedules and options it
+measured. Give new values to forecast new configurations, such as
+--devices 2,4,8 from single-device runs. A model, input size, classes,
+width, backend or thread count the data has no measured runs of cannot be
+forecast: predict refuses it (exit status 2) and lists what the data holds.
+
+--out DIR appends the predicted records (kind "predicted") to
+DIR/runs.jsonl, which pipecast report renders; --trace, --pprof and --svg
+export them as report does (--svg: the first prediction's timeline).
+
+--validate checks the predictor on the data instead: it holds runs out
+(--holdout devices: each device count in turn; microbatch: each
+micro-batch size in turn; random: five seeded folds), forecasts them from
+the rest and prints, per schedule and overall, the mean and largest
+relative error, Kendall's τ between forecast and measured step times, the
+measurements' own noise and the errors of a black-box regression baseline,
+then whether the faster of gpipe and coop was forecast right and the error
+of the forecast peak memory. --svg then draws forecast against measured
+step times.`,
+		Example: `  pipecast predict --data runs/runs.jsonl --devices 2,4
+  pipecast predict --data k1.jsonl,k2.jsonl --schedule gpipe,coop,1f1b --microbatches 4,8 --out forecast
+  pipecast predict --data runs/runs.jsonl --validate --holdout devices --svg accuracy.svg`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd.Flags()); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			if opts.Validate {
+				return predictValidateRun(opts)
+			}
+			return predictRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs (repeat the flag or separate with commas)")
+	f.StringSliceVar(&opts.Models, "model", nil, "models to forecast (default: the data's)")
+	f.IntSliceVar(&opts.Images, "image", nil, "input heights and widths in pixels (default: the data's)")
+	f.IntSliceVar(&opts.Classes, "classes", nil, "numbers of output classes (default: the data's)")
+	f.Float64SliceVar(&opts.Widths, "width", nil, "channel-width multipliers (default: the data's)")
+	f.IntSliceVar(&opts.Batches, "batch", nil, "mini-batch sizes B (default: the data's)")
+	f.IntSliceVar(&opts.Devices, "devices", nil, "numbers of devices K (default: the data's)")
+	f.IntSliceVar(&opts.Micro, "microbatches", nil, "numbers of micro-batches M per step (default: the data's)")
+	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
+	f.StringSliceVar(&opts.Checkpoints, "checkpoint", nil, "gpipe checkpointing: never,except-last,always (default: the data's)")
+	f.IntSliceVar(&opts.Prefetch, "prefetch", nil, "coop look-ahead depths d (default: the data's)")
+	f.StringVar(&opts.Balance, "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
+	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
+	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
+	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
+	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace of the predicted runs to this file")
+	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the predicted runs to this file")
+	f.StringVar(&opts.SVG, "svg", "", "write an SVG timeline of the first prediction (with --validate: forecast against measured step times)")
+	f.BoolVar(&opts.Validate, "validate", false, "check the predictor on the data by holding runs out, instead of forecasting")
+	f.StringVar(&opts.Holdout, "holdout", "devices", "with --validate, what is held out: "+strings.Join(predictHoldouts, "|"))
+	f.Uint64Var(&opts.Seed, "seed", 1, "with --validate --holdout random, the seed of the folds")
+	addOutputFlag(cmd, &opts.Output, tableFormats...)
+	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("holdout", cobra.FixedCompletions(predictHoldouts, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// predictConfigFlags are the flags that choose configurations to
+// forecast, which --validate does not take.
+var predictConfigFlags = []string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
+	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "out", "trace", "pprof"}
+
+// validate checks the flags on their own. The configuration values are
+// checked by profile's rules, with profile's defaults standing in for
+// the lists left to the data; the backend is not, since forecasting for a
+// backend this build lacks is legitimate.
+func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
+	if len(o.Data) == 0 {
+		return usageErrorf("--data: need at least one RUNS.jsonl file of measured runs")
+	}
+	if !slices.Contains(predictHoldouts, o.Holdout) {
+		return usageErrorf("--holdout %q: unknown holdout (want %s)", o.Holdout, strings.Join(predictHoldouts, ", "))
+	}
+	if o.Validate {
+		for _, name := range predictConfigFlags {
+			if flags.Changed(name) {
+				return usageErrorf("--%s does not apply to --validate, which checks the predictor on the data alone", name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"holdout", "seed"} {
+		if flags.Changed(name) {
+			return usageErrorf("--%s applies to --validate only", name)
+		}
+	}
+	for _, name := range []string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule", "checkpoint", "prefetch"} {
+		if f := flags.Lookup(name); f != nil && f.Changed && f.Value.String() == "[]" {
+			return usageErrorf("--%s: empty list", name)
+		}
+	}
+	if o.Threads < 0 {
+		return usageErrorf("--threads %d: need at least 1 (or 0 for the data's)", o.Threads)
+	}
+	check := o.sweep(predictDefaults)
+	check.Backend = "cpu"
+	return check.validate()
+}
+
+// predictDefaults stands in for the data when the flags are checked
+// before the data is read.
+var predictDefaults = ProfileOptions{
+	Models: defaultProfileModels, Images: defaultProfileImages, Classes: []int{0}, Widths: defaultProfileWidths,
+	Batches: defaultProfileBatches, Devices: defaultProfileDevices, Micro: defaultProfileMicro,
+	Schedules: defaultProfileSchedules, Checkpoints: []string{schedule.ExceptLast.String()}, Prefetch: []int{1},
+	Balance: "time", Steps: 1, Backend: "cpu", Dataset: "synthetic", Seed: 1,
+}
+
+// sweep returns profile's options for the flags given, taking every
+// list, the balance, threads and backend not given from data.
+func (o *PredictOptions) sweep(data ProfileOptions) *ProfileOptions {
+	s := data
+	s.IO = o.IO
+	pick := func(given, fallback []string) []string {
+		if given != nil {
+			return given
+		}
+		return fallback
+	}
+	pickInt := func(given, fallback []int) []int {
+		if given != nil {
+			return given
+		}
+		return fallback
+	}
+	s.Models = pick(o.Models, data.Models)
+	s.Images = pickInt(o.Images, data.Images)
+	s.Classes = pickInt(o.Classes, data.Classes)
+	if o.Widths != nil {
+		s.Widths = o.Widths
+	}
+	s.Batches = pickInt(o.Batches, data.Batches)
+	s.Devices = pickInt(o.Devices, data.Devices)
+	s.Micro = pickInt(o.Micro, data.Micro)
+	s.Schedules = pick(o.Schedules, data.Schedules)
+	s.Checkpoints = pick(o.Checkpoints, data.Checkpoints)
+	s.Prefetch = pickInt(o.Prefetch, data.Prefetch)
+	if o.Balance != "" {
+		s.Balance = o.Balance
+	}
+	if o.Threads != 0 {
+		s.Threads = o.Threads
+	}
+	if o.Backend != "" {
+		s.Backend = o.Backend
+	}
+	return &s
+}
+
+// readMeasured reads the data files, reporting bad lines on errOut, and
+// returns their measured records; predicted records in the data are
+// skipped, since forecasts must not be fitted to forecasts.
+func readMeasured(errOut io.Writer, files []string) ([]profiler.Record, error) {
+	var all []profiler.Record
+	for _, path := range files {
+		recs, bad, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
+		for _, le := range bad {
+			fmt.Fprintf(errOut, "pipecast: %v (skipped)\n", &le)
+		}
+		if err != nil {
+			return nil, err // it names the file
+		}
+		for _, r := range recs {
+			if r.Kind == profiler.KindMeasured {
+				all = append(all, r)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no measured run", errNoRecords, strings.Join(files, ", "))
+	}
+	return all, nil
+}
+
+func predictRun(opts *PredictOptions) error {
+	preds, keys, recs, err := forecast(opts)
+	if err != nil {
+		return err
+	}
+	if opts.Out != "" {
+		if err := profiler.Append(filepath.Join(opts.Out, "runs.jsonl"), preds...); err != nil {
+			return err
+		}
+	}
+	if err := writeExports(opts.Trace, opts.Pprof, preds); err != nil {
+		return err
+	}
+	if opts.SVG != "" {
+		first := preds[0]
+		if err := writeFile(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, first.Steps[0].Step) }); err != nil {
+			return err
+		}
+	}
+	return reports.Render(opts.IO.Out, predictTable(preds, keys, recs), reports.Format(opts.Output))
+}
+
+// forecast reads the data, fits its cost models and predicts every
+// configuration the flags select. It returns the predicted records, the
+// keys they belong to and the measured records they rest on; notes on
+// skipped combinations go to standard error.
+func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.Key, recs []profiler.Record, err error) {
+	if recs, err = readMeasured(opts.IO.ErrOut, opts.Data); err != nil {
+		return nil, nil, nil, err
+	}
+	fits, err := predictor.Fit(recs)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("fit cost models: %w", err)
+	}
+	if keys, err = opts.targets(recs); err != nil {
+		return nil, nil, nil, err
+	}
+	var notes []string
+	for _, key := range keys {
+		cfgs, skipped, err := expandSweep(opts.sweep(dataSweep(recs, key)))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, n := range skipped {
+			if !slices.Contains(notes, n) {
+				notes = append(notes, n)
+				fmt.Fprintln(opts.IO.ErrOut, "pipecast: "+n)
+			}
+		}
+		for _, cfg := range cfgs {
+			rec, err := predictor.Predict(fits[key], cfg)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("predict %s: %w", describeConfig(cfg), err)
+			}
+			preds = append(preds, rec)
+		}
+	}
+	return preds, keys, recs, nil
+}
+
+// predictTable is the runs table of the forecasts, titled and footnoted
+// as predicted.
+func predictTable(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) *reports.Table {
+	return reports.RunsTable(preds, reports.RunsTableOptions{
+		Title:     predictTitle(preds, keys, recs),
+		Footnotes: predictFootnotes(keys, recs),
+	})
+}
+
+// predictTitle says that the rows are forecasts and what they rest on.
+func predictTitle(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) string {
+	return fmt.Sprintf("pipecast predict: %d predicted runs from %d measured runs", len(preds), countOfKeys(recs, keys))
+}
+
+// predictFootnotes name the cost models behind the forecasts.
+func predictFootnotes(keys []predictor.Key, recs []profiler.Record) []string {
+	notes := []string{"Predicted, not measured: each run's schedule simulated with per-block, transfer and update costs " +
+		"fitted to the measured runs, so step, min and max are the one simulated step; peak memory from an exact " +
+		"replay of the runner's memory accounting."}
+	for _, k := range keys {
+		notes = append(notes, fmt.Sprintf("Fitted to %d measured runs of %s.", countOfKeys(recs, []predictor.Key{k}), k))
+	}
+	return notes
+}
+
+// countOfKeys counts the records of the keys.
+func countOfKeys(recs []profiler.Record, keys []predictor.Key) int {
+	n := 0
+	for i := range recs {
+		if slices.Contains(keys, predictor.KeyOf(&recs[i])) {
+			n++
+		}
+	}
+	return n
+}
+
+// dataKeys returns the distinct keys of the records, sorted.
+func dataKeys(recs []profiler.Record) []predictor.Key {
+	var keys []predictor.Key
+	for i := range recs {
+		if k := predictor.KeyOf(&recs[i]); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}
+
+// targets returns the keys of the data that the flags select: every key
+// whose model, input size, classes, width, threads and backend are among
+// the values given. A value given that selects no key is refused with a
+// usage error that lists the keys the data holds.
+func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error) {
+	type filter struct {
+		flag  string
+		n     int // values given; 0: the flag was not given
+		match func(k predictor.Key, i int) bool
+		value func(i int) string
+	}
+	filters := []filter{
+		{"model", len(o.Models), func(k predictor.Key, i int) bool { return o.Models[i] == k.Model },
+			func(i int) string { return o.Models[i] }},
+		{"image", len(o.Images), func(k predictor.Key, i int) bool { return resolveImage(k, o.Images[i]) == k.Image },
+			func(i int) string { return fmt.Sprint(o.Images[i]) }},
+		{"classes", len(o.Classes), func(k predictor.Key, i int) bool { return resolveClasses(k, o.Classes[i]) == k.Classes },
+			func(i int) string { return fmt.Sprint(o.Classes[i]) }},
+		{"width", len(o.Widths), func(k predictor.Key, i int) bool { return o.Widths[i] == k.Width },
+			func(i int) string { return fmt.Sprint(o.Widths[i]) }},
+		{"threads", min(o.Threads, 1), func(k predictor.Key, _ int) bool { return o.Threads == k.Threads },
+			func(int) string { return fmt.Sprint(o.Threads) }},
+		{"backend", min(len(o.Backend), 1), func(k predictor.Key, _ int) bool { return o.Backend == k.Backend },
+			func(int) string { return o.Backend }},
+	}
+	keys := dataKeys(recs)
+	used := make([][]bool, len(filters))
+	for f := range filters {
+		used[f] = make([]bool, filters[f].n)
+	}
+	var out []predictor.Key
+	for _, k := range keys {
+		hits := make([][]bool, len(filters))
+		ok := true
+		for f, flt := range filters {
+			if flt.n == 0 {
+				continue
+			}
+			hits[f] = make([]bool, flt.n)
+			matched := false
+			for i := range flt.n {
+				hits[f][i] = flt.match(k, i)
+				matched = matched || hits[f][i]
+			}
+			ok = ok && matched
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, k)
+		for f := range hits {
+			for i, h := range hits[f] {
+				used[f][i] = used[f][i] || h
+			}
+		}
+	}
+	var missing []string
+	for f, flt := range filters {
+		for i, u := range used[f] {
+			if s := "--" + flt.flag + " " + flt.value(i); !u && !slices.Contains(missing, s) {
+				missing = append(missing, s)
+			}
+		}
+	}
+	if len(out) > 0 && len(missing) == 0 {
+		return out, nil
+	}
+	what := "the flags given"
+	if len(missing) > 0 {
+		what = strings.Join(missing, ", ")
+	}
+	var held []string
+	for _, k := range keys {
+		held = append(held, fmt.Sprintf("  %s: %d runs", k, countOfKeys(recs, []predictor.Key{k})))
+	}
+	return nil, usageErrorf("the data holds no measured runs for %s, so it cannot forecast them; it holds runs of:\n%s",
+		what, strings.Join(held, "\n"))
+}
+
+// resolveImage is the input size a run of k's model records for the
+// --image value im: the model's default for 0, and 0 for a model that
+// takes no image (the mlp), whatever im is.
+func resolveImage(k predictor.Key, im int) int {
+	a, err := models.LookupArch(k.Model)
+	switch {
+	case err != nil:
+		return im
+	case a.DefaultImage == 0:
+		return 0
+	case im == 0:
+		return a.DefaultImage
+	}
+	return im
+}
+
+// resolveClasses is the number of classes a run of k's model records for
+// the --classes value c: the zoo's default for 0.
+func resolveClasses(k predictor.Key, c int) int {
+	if c != 0 {
+		return c
+	}
+	m, err := models.Describe(k.Model, models.Config{Image: k.Image, Width: k.Width})
+	if err != nil {
+		return -1
+	}
+	return m.Config.Classes
+}
+
+// dataSweep returns profile's options that name what the data holds for
+// key: its sizes, threads and backend, and every batch, device count,
+// micro-batch count, schedule and schedule option among its runs. The
+// balance is the data's where its runs agree, otherwise time.
+func dataSweep(recs []profiler.Record, key predictor.Key) ProfileOptions {
+	s := ProfileOptions{
+		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
+		Threads: key.Threads, Backend: key.Backend, Steps: 1, Balance: "time",
+	}
+	var balances []string
+	for i := range recs {
+		r := &recs[i]
+		if predictor.KeyOf(r) != key {
+			continue
+		}
+		c := r.Config
+		if s.Dataset == "" {
+			s.Dataset, s.Seed = c.Dataset, c.Seed
+		}
+		s.Batches = appendNew(s.Batches, c.Batch)
+		s.Devices = appendNew(s.Devices, c.Devices)
+		s.Micro = appendNew(s.Micro, c.Micro)
+		s.Schedules = appendNew(s.Schedules, c.Schedule)
+		switch c.Schedule {
+		case schedule.GPipe:
+			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
+		case schedule.Coop:
+			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
+		}
+		balances = appendNew(balances, c.Balance)
+	}
+	slices.Sort(s.Batches)
+	slices.Sort(s.Devices)
+	slices.Sort(s.Micro)
+	order := schedule.Names()
+	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	slices.Sort(s.Prefetch)
+	if len(s.Checkpoints) == 0 {
+		s.Checkpoints = []string{schedule.ExceptLast.String()}
+	}
+	if len(s.Prefetch) == 0 {
+		s.Prefetch = []int{1}
+	}
+	if len(balances) == 1 {
+		s.Balance = balances[0]
+	}
+	return s
+}
+
+// appendNew appends v unless s holds it.
+func appendNew[T comparable](s []T, v T) []T {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func predictValidateRun(opts *PredictOptions) error {
+	recs, err := readMeasured(opts.IO.ErrOut, opts.Data)
+	if err != nil {
+		return err
+	}
+	v, err := predictor.Validate(recs, opts.Holdout, opts.Seed)
+	if err != nil {
+		return err
+	}
+	if opts.SVG != "" {
+		if err := writeFile(opts.SVG, func(w io.Writer) error {
+			return reports.WritePredictionSVG(w, "Held-out runs, holdout "+v.Holdout, validationSeries(v))
+		}); err != nil {
+			return err
+		}
+	}
+	return renderValidation(opts.IO.Out, v, len(recs), opts.Output)
+}
+
+// renderValidation writes the validation table in format; json is one
+// document of the rows and what the table's footnotes say.
+func renderValidation(w io.Writer, v *predictor.Validation, measured int, format Format) error {
+	t := validationTable(v, measured)
+	if format != FormatJSON {
+		return reports.Render(w, t, reports.Format(format))
+	}
+	doc := struct {
+		Rows    []reports.Object    `json:"rows"`
+		Winners []predictor.Winner  `json:"winners"`
+		Memory  predictor.MemoryRow `json:"memory"`
+		Skipped []string            `json:"skipped"`
+	}{Rows: t.Objects(), Winners: v.Winners, Memory: v.Memory, Skipped: v.Skipped}
+	return writeJSON(w, doc)
+}
+
+// validationTitle names what was held out of how many runs.
+func validationTitle(v *predictor.Validation, measured int) string {
+	holdout := v.Holdout
+	if holdout == predictor.HoldoutRandom {
+		holdout += fmt.Sprintf(" (seed %d)", v.Seed)
+	}
+	held := len(v.Pairs)
+	for _, r := range v.Rows {
+		if r.Schedule == "all" {
+			held = r.N
+		}
+	}
+	return fmt.Sprintf("pipecast predict --validate: %d of %d measured runs held out by %s", held, measured, holdout)
+}
+
+// validationTable is one row per schedule and one over all held-out
+// runs: errors of the forecasts and of the baseline, Kendall's τ and the
+// measurements' noise; the winner check, the memory errors and the runs
+// that could not be forecast follow as footnotes.
+func validationTable(v *predictor.Validation, measured int) *reports.Table {
+	t := &reports.Table{
+		Title: validationTitle(v, measured),
+		Columns: []reports.Column{
+			{Key: "schedule", Header: "schedule"},
+			{Key: "n", Header: "N", Align: reports.AlignRight},
+			{Key: "mape", Header: "MAPE", Align: reports.AlignRight},
+			{Key: "max_err", Header: "max error", Align: reports.AlignRight},
+			{Key: "kendall_tau", Header: "Kendall τ", Align: reports.AlignRight},
+			{Key: "noise", Header: "noise", Align: reports.AlignRight},
+			{Key: "baseline_mape", Header: "baseline MAPE", Align: reports.AlignRight},
+			{Key: "baseline_max_err", Header: "baseline max", Align: reports.AlignRight},
+		},
+	}
+	for _, r := range v.Rows {
+		tau := reports.Empty("—")
+		if !math.IsNaN(r.KendallTau) {
+			tau = reports.Float(r.KendallTau, 2)
+		}
+		t.Rows = append(t.Rows, []reports.Cell{
+			reports.String(r.Schedule), reports.Int(int64(r.N)),
+			percentCell(r.MAPE), percentCell(r.MaxErr), tau, percentCell(r.Noise),
+			percentCell(r.BaselineMAPE), percentCell(r.BaselineMaxErr),
+		})
+	}
+	t.Footnotes = []string{"Errors are relative to the measured median step time; Kendall τ (τ-b) ranks forecasts against " +
+		"measurements (1: the same order); noise: the median over the runs of their own steps' (max − min)/median, " +
+		"what repeating a run changes; baseline: a regression of step time on configuration features."}
+	if len(v.Winners) > 0 {
+		agree := 0
+		var wrong []string
+		for _, w := range v.Winners {
+			if w.Agree {
+				agree++
+				continue
+			}
+			wrong = append(wrong, fmt.Sprintf("K=%d M=%d batch %d (measured %s faster, forecast %s)",
+				w.Devices, w.Micro, w.Batch, w.MeasuredFaster, w.PredictedFaster))
+		}
+		line := fmt.Sprintf("Winner, gpipe against coop: the forecasts pick the measured faster in %d of %d cases", agree, len(v.Winners))
+		if len(wrong) > 0 {
+			line += "; not at " + strings.Join(wrong, ", ")
+		}
+		t.Footnotes = append(t.Footnotes, line+".")
+	}
+	if m := v.Memory; m.N > 0 {
+		t.Footnotes = append(t.Footnotes, fmt.Sprintf("Peak memory of the largest device over %d runs: MAPE %.1f %%, max error %.1f %%; "+
+			"largest error of any device %.1f %%.", m.N, 100*m.MAPE, 100*m.MaxErr, 100*m.DeviceMaxErr))
+	}
+	for _, s := range v.Skipped {
+		t.Footnotes = append(t.Footnotes, "Not forecast: "+s+".")
+	}
+	return t
+}
+
+// percentCell holds a fraction, shown as a percentage: "4.2 %".
+func percentCell(f float64) reports.Cell {
+	if math.IsNaN(f) {
+		return reports.Empty("—")
+	}
+	return reports.Cell{Value: f, Text: strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
+}
+
+// validationSeries are the forecasts of the held-out runs, one series per
+// schedule, and the baseline's as one more.
+func validationSeries(v *predictor.Validation) []reports.PredictionSeries {
+	var series []reports.PredictionSeries
+	index := map[string]int{}
+	base := reports.PredictionSeries{Label: "baseline (all schedules)", Hollow: true}
+	for _, p := range v.Pairs {
+		name := p.Config.Schedule
+		i, ok := index[name]
+		if !ok {
+			i = len(series)
+			index[name] = i
+			series = append(series, reports.PredictionSeries{Label: name})
+		}
+		series[i].Measured = append(series[i].Measured, p.Measured)
+		series[i].Predicted = append(series[i].Predicted, p.Predicted)
+		if p.Baseline > 0 {
+			base.Measured = append(base.Measured, p.Measured)
+			base.Predicted = append(base.Predicted, p.Baseline)
+		}
+	}
+	return append(series, base)
+}
