@@ -618,8 +618,8 @@ func validationTable(v *predictor.Validation, measured int) *reports.Table {
 				agree++
 				continue
 			}
-			wrong = append(wrong, fmt.Sprintf("K=%d M=%d batch %d (measured %s faster, forecast %s)",
-				w.Devices, w.Micro, w.Batch, w.MeasuredFaster, w.PredictedFaster))
+			wrong = append(wrong, fmt.Sprintf("%s K=%d M=%d batch %d (measured %s faster, forecast %s)",
+				w.Key.Model, w.Devices, w.Micro, w.Batch, w.MeasuredFaster, w.PredictedFaster))
 		}
 		line := fmt.Sprintf("Winner, gpipe against coop: the forecasts pick the measured faster in %d of %d cases", agree, len(v.Winners))
 		if len(wrong) > 0 {
