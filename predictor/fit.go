@@ -109,9 +109,10 @@ func (c *CostModel) Update(params int64) float64 {
 
 // Transfer returns the ns of a transfer of kind ("p2p", "allgather",
 // "alltoall") in which a device receives bytes bytes: for p2p the
-// tensor's bytes, for a collective the bytes of the device that receives
-// most (as its events count them). A collective's time is from when the
-// last device joins, so waiting for peers is not in it. A kind without
+// tensor's bytes, for a collective the bytes that device receives (as its
+// events count them). A collective's time on a device is from when the
+// last device joins to when that device leaves, so waiting for peers is
+// not in it. A kind without
 // data, or an unknown kind, is priced as p2p.
 func (c *CostModel) Transfer(kind string, bytes int64) float64 {
 	l, ok := c.transfer[kind]
@@ -547,13 +548,20 @@ type opGroup struct {
 }
 
 // collective is one collective of a step: it can proceed only once
-// every device has joined, so its cost is from the last join to the last
-// end, which leaves out waiting for peers.
+// every device has joined, and each device leaves once its own pieces are
+// in, so a device's cost is from the last join to its own end, which
+// leaves out waiting for peers.
 type collective struct {
-	step               int
-	op                 string
-	lastStart, lastEnd int64
-	maxBytes           int64
+	step      int
+	op        string
+	lastStart int64
+}
+
+// collectiveEnd is one device's part in a collective: when it left and
+// the bytes it received.
+type collectiveEnd struct {
+	coll       int
+	end, bytes int64
 }
 
 // add gathers one record.
@@ -633,6 +641,7 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 	var pendingSum int64
 	pendingN := 0
 	var colls []collective
+	var ends []collectiveEnd
 	for i := range r.Events {
 		e := &r.Events[i]
 		dur := e.EndNanos - e.StartNanos
@@ -660,12 +669,11 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 		case "allgather", "alltoall":
 			j := slices.IndexFunc(colls, func(c collective) bool { return c.step == e.Step && c.op == e.Op })
 			if j < 0 {
-				colls = append(colls, collective{step: e.Step, op: e.Op, lastStart: e.StartNanos, lastEnd: e.EndNanos})
+				colls = append(colls, collective{step: e.Step, op: e.Op, lastStart: e.StartNanos})
 				j = len(colls) - 1
 			}
-			c := &colls[j]
-			c.lastStart, c.lastEnd = max(c.lastStart, e.StartNanos), max(c.lastEnd, e.EndNanos)
-			c.maxBytes = max(c.maxBytes, e.Bytes)
+			colls[j].lastStart = max(colls[j].lastStart, e.StartNanos)
+			ends = append(ends, collectiveEnd{coll: j, end: e.EndNanos, bytes: e.Bytes})
 		case "loss":
 			d.loss.add(float64(micro), float64(dur))
 		case "update":
@@ -675,9 +683,10 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 			d.update.add(float64(r.Partition[e.Stage].Params), float64(dur))
 		}
 	}
-	for _, c := range colls {
-		if ns := c.lastEnd - c.lastStart; c.maxBytes > 0 && ns > 0 {
-			d.transfer[c.op].add(float64(c.maxBytes), float64(ns))
+	for _, e := range ends {
+		c := colls[e.coll]
+		if ns := e.end - c.lastStart; e.bytes > 0 && ns > 0 {
+			d.transfer[c.op].add(float64(e.bytes), float64(ns))
 		}
 	}
 	return nil

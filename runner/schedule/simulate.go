@@ -68,8 +68,9 @@ func isCollective(k OpKind) bool { return k == AllGather || k == AllToAll }
 // device k takes cost(k, o) ≥ 0: each device runs its ops in order, a Recv
 // starts no earlier than the end of its matching Send (the i-th Recv of a
 // key matches the i-th Send of that key), and a collective starts on every
-// device when the last device reaches it and ends on all of them at that
-// start plus the largest of their costs. The result depends only on p and
+// device when the last device reaches it and ends on each device after
+// that device's own cost: a rank leaves once the pieces it receives are
+// in, as the transport's collectives let it. The result depends only on p and
 // cost, never on the order in which the simulator visits devices.
 //
 // Simulate fails if a cost is negative or not finite, if the devices
@@ -200,8 +201,9 @@ func (s *simulation) advance(k int) error {
 func (s *simulation) collective() error {
 	first := s.arrived[0]
 	want := s.p.Devices[first][s.next[first]]
-	var start, c float64
-	for _, k := range s.arrived {
+	var start float64
+	costs := make([]float64, len(s.arrived))
+	for i, k := range s.arrived {
 		o := s.p.Devices[k][s.next[k]]
 		if o.Kind != want.Kind {
 			return fmt.Errorf("simulate: collective %d: device %d runs %s but device %d runs %s",
@@ -212,10 +214,10 @@ func (s *simulation) collective() error {
 			return err
 		}
 		start = math.Max(start, s.clock[k])
-		c = math.Max(c, ck)
+		costs[i] = ck
 	}
-	for _, k := range s.arrived {
-		s.run(k, s.next[k], start, start+c)
+	for i, k := range s.arrived {
+		s.run(k, s.next[k], start, start+costs[i])
 		s.ncoll[k]++
 		s.inColl[k] = false
 	}

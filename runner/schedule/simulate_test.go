@@ -101,10 +101,10 @@ func TestSimulateCollective(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The all-gather takes k+1 on device k, so it ends at 3 on all three.
-	// Device k's two predicts take k+1 each, so the devices reach the
-	// all-to-all at 5, 7 and 9; it starts at 9 on all three and takes the
-	// largest cost, 5.
+	// The all-gather takes k+1 on device k: it starts at 0 on all three
+	// and device k leaves it at k+1. Device k's two predicts take k+1
+	// each, so the devices reach the all-to-all at 3, 6 and 9; it starts
+	// at 9 on all three and device k leaves it after its own cost, 5−k.
 	cost := func(k int, o Op) float64 {
 		switch o.Kind {
 		case AllGather:
@@ -121,19 +121,19 @@ func TestSimulateCollective(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range 3 {
-		if tl.Start[k][0] != 0 || tl.End[k][0] != 3 {
-			t.Errorf("device %d all-gather [%v, %v], want [0, 3]", k, tl.Start[k][0], tl.End[k][0])
+		if tl.Start[k][0] != 0 || tl.End[k][0] != float64(k+1) {
+			t.Errorf("device %d all-gather [%v, %v], want [0, %d]", k, tl.Start[k][0], tl.End[k][0], k+1)
 		}
 		a2a := 3 // all-gather, two predicts, all-to-all
-		if tl.Start[k][a2a] != 9 || tl.End[k][a2a] != 14 {
-			t.Errorf("device %d all-to-all [%v, %v], want [9, 14]", k, tl.Start[k][a2a], tl.End[k][a2a])
+		if want := float64(14 - k); tl.Start[k][a2a] != 9 || tl.End[k][a2a] != want {
+			t.Errorf("device %d all-to-all [%v, %v], want [9, %v]", k, tl.Start[k][a2a], tl.End[k][a2a], want)
 		}
-		if want := 3 + 2*float64(k+1) + 5; tl.Busy[k] != want {
+		if want := 3*float64(k+1) + float64(5-k); tl.Busy[k] != want {
 			t.Errorf("device %d busy %v, want %v", k, tl.Busy[k], want)
 		}
 	}
-	if tl.Makespan != 14 || !closeTo(tl.Idle(0), 4) {
-		t.Errorf("makespan %v, idle(0) %v; want 14, 4", tl.Makespan, tl.Idle(0))
+	if tl.Makespan != 14 || !closeTo(tl.Idle(0), 6) {
+		t.Errorf("makespan %v, idle(0) %v; want 14, 6", tl.Makespan, tl.Idle(0))
 	}
 }
 
@@ -263,10 +263,11 @@ func referenceTimes(p *Program, cost func(int, Op) float64) (start, end [][]floa
 						break
 					}
 					for q := range K {
-						s, c = max(s, free(q)), max(c, cost(q, p.Devices[q][next[q]]))
+						s = max(s, free(q))
 					}
+					// Each device leaves after its own cost.
 					for q := range K {
-						start[q][next[q]], end[q][next[q]] = s, s+c
+						start[q][next[q]], end[q][next[q]] = s, s+cost(q, p.Devices[q][next[q]])
 						next[q]++
 					}
 					changed = true
