@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/predictor"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// targets returns the keys of the data that the flags select: every key
+// whose model, input size, classes, width, threads and backend are among
+// the values given. A value given that selects no key is refused with a
+// usage error that lists the keys the data holds.
+func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error) {
+	type filter struct {
+		flag  string
+		n     int // values given; 0: the flag was not given
+		match func(k predictor.Key, i int) bool
+		value func(i int) string
+	}
+	filters := []filter{
+		{"model", len(o.Models), func(k predictor.Key, i int) bool { return o.Models[i] == k.Model },
+			func(i int) string { return o.Models[i] }},
+		{"image", len(o.Images), func(k predictor.Key, i int) bool { return resolveImage(k, o.Images[i]) == k.Image },
+			func(i int) string { return fmt.Sprint(o.Images[i]) }},
+		{"classes", len(o.Classes), func(k predictor.Key, i int) bool { return resolveClasses(k, o.Classes[i]) == k.Classes },
+			func(i int) string { return fmt.Sprint(o.Classes[i]) }},
+		{"width", len(o.Widths), func(k predictor.Key, i int) bool { return o.Widths[i] == k.Width },
+			func(i int) string { return fmt.Sprint(o.Widths[i]) }},
+		{"threads", min(o.Threads, 1), func(k predictor.Key, _ int) bool { return o.Threads == k.Threads },
+			func(int) string { return fmt.Sprint(o.Threads) }},
+		{"backend", min(len(o.Backend), 1), func(k predictor.Key, _ int) bool { return o.Backend == k.Backend },
+			func(int) string { return o.Backend }},
+	}
+	keys := dataKeys(recs)
+	used := make([][]bool, len(filters))
+	for f := range filters {
+		used[f] = make([]bool, filters[f].n)
+	}
+	var out []predictor.Key
+	for _, k := range keys {
+		hits := make([][]bool, len(filters))
+		ok := true
+		for f, flt := range filters {
+			if flt.n == 0 {
+				continue
+			}
+			hits[f] = make([]bool, flt.n)
+			matched := false
+			for i := range flt.n {
+				hits[f][i] = flt.match(k, i)
+				matched = matched || hits[f][i]
+			}
+			ok = ok && matched
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, k)
+		for f := range hits {
+			for i, h := range hits[f] {
+				used[f][i] = used[f][i] || h
+			}
+		}
+	}
+	var missing []string
+	for f, flt := range filters {
+		for i, u := range used[f] {
+			if s := "--" + flt.flag + " " + flt.value(i); !u && !slices.Contains(missing, s) {
+				missing = append(missing, s)
+			}
+		}
+	}
+	if len(out) > 0 && len(missing) == 0 {
+		return out, nil
+	}
+	what := "the flags given"
+	if len(missing) > 0 {
+		what = strings.Join(missing, ", ")
+	}
+	var held []string
+	for _, k := range keys {
+		held = append(held, fmt.Sprintf("  %s: %d runs", k, countOfKeys(recs, []predictor.Key{k})))
+	}
+	return nil, usageErrorf("the data holds no measured runs for %s, so it cannot forecast them; it holds runs of:\n%s",
+		what, strings.Join(held, "\n"))
+}
+
+// resolveImage is the input size a run of k's model records for the
+// --image value im: the model's default for 0, and 0 for a model that
+// takes no image (the mlp), whatever im is.
+func resolveImage(k predictor.Key, im int) int {
+	a, err := models.LookupArch(k.Model)
+	switch {
+	case err != nil:
+		return im
+	case a.DefaultImage == 0:
+		return 0
+	case im == 0:
+		return a.DefaultImage
+	}
+	return im
+}
+
+// resolveClasses is the number of classes a run of k's model records for
+// the --classes value c: the zoo's default for 0.
+func resolveClasses(k predictor.Key, c int) int {
+	if c != 0 {
+		return c
+	}
+	m, err := models.Describe(k.Model, models.Config{Image: k.Image, Width: k.Width})
+	if err != nil {
+		return -1
+	}
+	return m.Config.Classes
+}
+
+// dataSweep returns profile's options that name what the data holds for
+// key: its sizes, threads and backend, and every batch, device count,
+// micro-batch count, schedule and schedule option among its runs. The
+// balance is the data's where its runs agree, otherwise time.
+func dataSweep(recs []profiler.Record, key predictor.Key) ProfileOptions {
+	s := ProfileOptions{
+		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
+		Threads: key.Threads, Backend: key.Backend, Steps: 1, Balance: "time",
+	}
+	var balances []string
+	for i := range recs {
+		r := &recs[i]
+		if predictor.KeyOf(r) != key {
+			continue
+		}
+		c := r.Config
+		if s.Dataset == "" {
+			s.Dataset, s.Seed = c.Dataset, c.Seed
+		}
+		s.Batches = appendNew(s.Batches, c.Batch)
+		s.Devices = appendNew(s.Devices, c.Devices)
+		s.Micro = appendNew(s.Micro, c.Micro)
+		s.Schedules = appendNew(s.Schedules, c.Schedule)
+		switch c.Schedule {
+		case schedule.GPipe:
+			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
+		case schedule.Coop:
+			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
+		}
+		balances = appendNew(balances, c.Balance)
+	}
+	slices.Sort(s.Batches)
+	slices.Sort(s.Devices)
+	slices.Sort(s.Micro)
+	order := schedule.Names()
+	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	slices.Sort(s.Prefetch)
+	if len(s.Checkpoints) == 0 {
+		s.Checkpoints = []string{schedule.ExceptLast.String()}
+	}
+	if len(s.Prefetch) == 0 {
+		s.Prefetch = []int{1}
+	}
+	if len(balances) == 1 {
+		s.Balance = balances[0]
+	}
+	return s
+}
+
+// appendNew appends v unless s holds it.
+func appendNew[T comparable](s []T, v T) []T {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}

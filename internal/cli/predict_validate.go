@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pipecast/pipecast/predictor"
+	"github.com/pipecast/pipecast/reports"
+)
+
+// predictValidateRun refits the data with each held-out group removed and
+// prints how well the forecasts match the held-out measurements.
+func predictValidateRun(opts *PredictOptions) error {
+	recs, err := readMeasured(opts.IO.ErrOut, opts.Data)
+	if err != nil {
+		return err
+	}
+	v, err := predictor.Validate(recs, opts.Holdout, opts.Seed)
+	if err != nil {
+		return err
+	}
+	if opts.SVG != "" {
+		if err := writeFile(opts.SVG, func(w io.Writer) error {
+			return reports.WritePredictionSVG(w, "Held-out runs, holdout "+v.Holdout, validationSeries(v))
+		}); err != nil {
+			return err
+		}
+	}
+	return renderValidation(opts.IO.Out, v, len(recs), opts.Output)
+}
+
+// renderValidation writes the validation table in format; json is one
+// document of the rows and what the table's footnotes say.
+func renderValidation(w io.Writer, v *predictor.Validation, measured int, format Format) error {
+	t := validationTable(v, measured)
+	if format != FormatJSON {
+		return reports.Render(w, t, reports.Format(format))
+	}
+	doc := struct {
+		Rows    []reports.Object    `json:"rows"`
+		Winners []predictor.Winner  `json:"winners"`
+		Memory  predictor.MemoryRow `json:"memory"`
+		Skipped []string            `json:"skipped"`
+	}{Rows: t.Objects(), Winners: v.Winners, Memory: v.Memory, Skipped: v.Skipped}
+	return writeJSON(w, doc)
+}
+
+// validationTitle names what was held out of how many runs.
+func validationTitle(v *predictor.Validation, measured int) string {
+	holdout := v.Holdout
+	if holdout == predictor.HoldoutRandom {
+		holdout += fmt.Sprintf(" (seed %d)", v.Seed)
+	}
+	held := len(v.Pairs)
+	for _, r := range v.Rows {
+		if r.Schedule == "all" {
+			held = r.N
+		}
+	}
+	return fmt.Sprintf("pipecast predict --validate: %d of %d measured runs held out by %s", held, measured, holdout)
+}
+
+// validationTable is one row per schedule and one over all held-out
+// runs: errors of the forecasts and of the baseline, Kendall's τ and the
+// measurements' noise; the winner check, the memory errors and the runs
+// that could not be forecast follow as footnotes.
+func validationTable(v *predictor.Validation, measured int) *reports.Table {
+	t := &reports.Table{
+		Title: validationTitle(v, measured),
+		Columns: []reports.Column{
+			{Key: "schedule", Header: "schedule"},
+			{Key: "n", Header: "N", Align: reports.AlignRight},
+			{Key: "mape", Header: "MAPE", Align: reports.AlignRight},
+			{Key: "max_err", Header: "max error", Align: reports.AlignRight},
+			{Key: "kendall_tau", Header: "Kendall τ", Align: reports.AlignRight},
+			{Key: "noise", Header: "noise", Align: reports.AlignRight},
+			{Key: "baseline_mape", Header: "baseline MAPE", Align: reports.AlignRight},
+			{Key: "baseline_max_err", Header: "baseline max", Align: reports.AlignRight},
+		},
+	}
+	for _, r := range v.Rows {
+		tau := reports.Empty("—")
+		if !math.IsNaN(r.KendallTau) {
+			tau = reports.Float(r.KendallTau, 2)
+		}
+		t.Rows = append(t.Rows, []reports.Cell{
+			reports.String(r.Schedule), reports.Int(int64(r.N)),
+			percentCell(r.MAPE), percentCell(r.MaxErr), tau, percentCell(r.Noise),
+			percentCell(r.BaselineMAPE), percentCell(r.BaselineMaxErr),
+		})
+	}
+	t.Footnotes = []string{"Errors are relative to the measured median step time; Kendall τ (τ-b) ranks forecasts against " +
+		"measurements (1: the same order); noise: the median over the runs of their own steps' (max − min)/median, " +
+		"what repeating a run changes; baseline: a regression of step time on configuration features."}
+	if len(v.Winners) > 0 {
+		agree := 0
+		var wrong []string
+		for _, w := range v.Winners {
+			if w.Agree {
+				agree++
+				continue
+			}
+			wrong = append(wrong, fmt.Sprintf("%s K=%d M=%d batch %d (measured %s faster, forecast %s)",
+				w.Key.Model, w.Devices, w.Micro, w.Batch, w.MeasuredFaster, w.PredictedFaster))
+		}
+		line := fmt.Sprintf("Winner, gpipe against coop: the forecasts pick the measured faster in %d of %d cases", agree, len(v.Winners))
+		if len(wrong) > 0 {
+			line += "; not at " + strings.Join(wrong, ", ")
+		}
+		t.Footnotes = append(t.Footnotes, line+".")
+	}
+	if m := v.Memory; m.N > 0 {
+		t.Footnotes = append(t.Footnotes, fmt.Sprintf("Peak memory of the largest device over %d runs: MAPE %.1f %%, max error %.1f %%; "+
+			"largest error of any device %.1f %%.", m.N, 100*m.MAPE, 100*m.MaxErr, 100*m.DeviceMaxErr))
+	}
+	for _, s := range v.Skipped {
+		t.Footnotes = append(t.Footnotes, "Not forecast: "+s+".")
+	}
+	return t
+}
+
+// percentCell holds a fraction, shown as a percentage: "4.2 %".
+func percentCell(f float64) reports.Cell {
+	if math.IsNaN(f) {
+		return reports.Empty("—")
+	}
+	return reports.Cell{Value: f, Text: strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
+}
+
+// validationSeries are the forecasts of the held-out runs, one series per
+// schedule, and the baseline's as one more.
+func validationSeries(v *predictor.Validation) []reports.PredictionSeries {
+	var series []reports.PredictionSeries
+	index := map[string]int{}
+	base := reports.PredictionSeries{Label: "baseline (all schedules)", Hollow: true}
+	for _, p := range v.Pairs {
+		name := p.Config.Schedule
+		i, ok := index[name]
+		if !ok {
+			i = len(series)
+			index[name] = i
+			series = append(series, reports.PredictionSeries{Label: name})
+		}
+		series[i].Measured = append(series[i].Measured, p.Measured)
+		series[i].Predicted = append(series[i].Predicted, p.Predicted)
+		if p.Baseline > 0 {
+			base.Measured = append(base.Measured, p.Measured)
+			base.Predicted = append(base.Predicted, p.Baseline)
+		}
+	}
+	return append(series, base)
+}

@@ -1,0 +1,191 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// points is a set of (x, t) measurements.
+type points struct{ x, t []float64 }
+
+func (p *points) add(x, t float64) { p.x = append(p.x, x); p.t = append(p.t, t) }
+func (p *points) len() int         { return len(p.t) }
+
+// fitData is everything the fits need, gathered in one pass over each
+// record's block timings, calibration and events.
+type fitData struct {
+	blocks     [][len(phaseNames)]points
+	blockNames []string
+	loss       points
+	update     points
+	transfer   map[string]*points // from the runs' events
+	// calibration holds the environment's calibration samples by kind.
+	calibration map[string]*points
+	overhead    map[string][]float64
+	stepNoise   []float64
+	samples     map[int]bool
+	devices     map[int]bool
+}
+
+func newFitData() *fitData {
+	d := &fitData{transfer: map[string]*points{}, calibration: map[string]*points{}, overhead: map[string][]float64{}, samples: map[int]bool{}, devices: map[int]bool{}}
+	for _, k := range transferKinds {
+		d.transfer[k] = &points{}
+		d.calibration[k] = &points{}
+	}
+	return d
+}
+
+// opGroup identifies the whole op a per-block event belongs to.
+type opGroup struct {
+	step, device, stage, micro, shard int
+	op                                string
+}
+
+// collective is one collective of a step: it can proceed only once
+// every device has joined, and each device leaves once its own pieces are
+// in, so a device's cost is from the last join to its own end, which
+// leaves out waiting for peers.
+type collective struct {
+	step      int
+	op        string
+	lastStart int64
+}
+
+// collectiveEnd is one device's part in a collective: when it left and
+// the bytes it received.
+type collectiveEnd struct {
+	coll       int
+	end, bytes int64
+}
+
+// add gathers one record.
+func (d *fitData) add(r *profiler.Record) error {
+	c := r.Config
+	micro, shard := c.Batch/c.Micro, c.Batch/c.Devices
+	d.samples[micro] = true
+	d.devices[c.Devices] = true
+	for _, bt := range r.Blocks {
+		if bt.Block < 0 {
+			return fmt.Errorf("block timing of block %d", bt.Block)
+		}
+		for len(d.blocks) <= bt.Block {
+			d.blocks = append(d.blocks, [len(phaseNames)]points{})
+			d.blockNames = append(d.blockNames, fmt.Sprint(len(d.blockNames)))
+		}
+		d.blockNames[bt.Block] = bt.Name
+		m := float64(bt.Samples)
+		if bt.Samples <= 0 {
+			m = float64(micro)
+		}
+		ph := &d.blocks[bt.Block]
+		for p, ns := range [...]int64{bt.ForwardNanos, bt.BackwardNanos, bt.RecomputeNanos} {
+			if ns > 0 {
+				ph[p].add(m, float64(ns))
+			}
+		}
+		if bt.PredictNanos > 0 {
+			ph[PhasePredict].add(float64(shard), float64(bt.PredictNanos))
+		}
+	}
+	d.addSteps(r.Steps)
+	if cal := r.Env.Calibration; cal != nil {
+		for _, s := range cal.Samples {
+			pts, ok := d.calibration[s.Kind]
+			if !ok || s.Nanos <= 0 {
+				continue
+			}
+			// A collective's sample gives the bytes of each piece; every
+			// device receives one piece from each other device.
+			bytes := s.Bytes
+			if s.Kind != TransferP2P {
+				bytes *= int64(max(1, s.Devices-1))
+			}
+			pts.add(float64(bytes), float64(s.Nanos))
+		}
+	}
+	return d.addEvents(r, micro)
+}
+
+// addSteps records the run-to-run noise of a record's steps.
+func (d *fitData) addSteps(steps []profiler.Step) {
+	if len(steps) < 2 {
+		return
+	}
+	w := make([]float64, len(steps))
+	var mean float64
+	for i, s := range steps {
+		w[i] = float64(s.WallNanos)
+		mean += w[i]
+	}
+	mean /= float64(len(w))
+	var ss float64
+	for _, x := range w {
+		ss += (x - mean) * (x - mean)
+	}
+	if med := median(w); med > 0 {
+		d.stepNoise = append(d.stepNoise, math.Sqrt(ss/float64(len(w)-1))/med)
+	}
+}
+
+// addEvents gathers transfers, losses, updates and op overheads from the
+// events in one pass. A whole op's per-block events come right before
+// it (the recorder ends them first).
+func (d *fitData) addEvents(r *profiler.Record, micro int) error {
+	var pending opGroup
+	var pendingSum int64
+	pendingN := 0
+	var colls []collective
+	var ends []collectiveEnd
+	for i := range r.Events {
+		e := &r.Events[i]
+		dur := e.EndNanos - e.StartNanos
+		switch e.Op {
+		case "forward", "backward", "recompute", "predict":
+			g := opGroup{e.Step, e.Device, e.Stage, e.Micro, e.Shard, e.Op}
+			if e.Block >= 0 {
+				if pendingN == 0 || g != pending {
+					pending, pendingSum, pendingN = g, 0, 0
+				}
+				pendingSum += dur
+				pendingN++
+				continue
+			}
+			if pendingN > 0 && g == pending {
+				d.overhead[e.Op] = append(d.overhead[e.Op], float64(dur-pendingSum))
+			}
+			pendingN = 0
+		case "send":
+			d.overhead["send"] = append(d.overhead["send"], float64(dur))
+		case "recv":
+			if e.Bytes > 0 && dur > 0 {
+				d.transfer[TransferP2P].add(float64(e.Bytes), float64(dur))
+			}
+		case "allgather", "alltoall":
+			j := slices.IndexFunc(colls, func(c collective) bool { return c.step == e.Step && c.op == e.Op })
+			if j < 0 {
+				colls = append(colls, collective{step: e.Step, op: e.Op, lastStart: e.StartNanos})
+				j = len(colls) - 1
+			}
+			colls[j].lastStart = max(colls[j].lastStart, e.StartNanos)
+			ends = append(ends, collectiveEnd{coll: j, end: e.EndNanos, bytes: e.Bytes})
+		case "loss":
+			d.loss.add(float64(micro), float64(dur))
+		case "update":
+			if e.Stage < 0 || e.Stage >= len(r.Partition) {
+				return fmt.Errorf("update event of stage %d with %d stages", e.Stage, len(r.Partition))
+			}
+			d.update.add(float64(r.Partition[e.Stage].Params), float64(dur))
+		}
+	}
+	for _, e := range ends {
+		c := colls[e.coll]
+		if ns := e.end - c.lastStart; e.bytes > 0 && ns > 0 {
+			d.transfer[c.op].add(float64(e.bytes), float64(ns))
+		}
+	}
+	return nil
+}
