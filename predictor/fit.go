@@ -41,10 +41,10 @@ func (p Phase) String() string {
 // forecast at m = 1 matters as much as one at m = 64) to the typical time
 // at each measured m, a robust estimate that ignores runs a competing
 // process slowed (see fitLine). Every Line's Points counts the
-// measurements and its residuals are those of the typical times. Transfers are
-// t = α + bytes/β per kind, updates a line in the stage's parameters,
-// the loss a line in the micro-batch's samples; what a whole compute op
-// takes beyond its blocks is a median overhead per op kind.
+// measurements and its residuals are those of the typical times.
+// Transfers are t = α + bytes/β per kind, updates a line in the stage's
+// parameters, the loss a line in the micro-batch's samples; what a whole
+// compute op takes beyond its blocks is a median overhead per op kind.
 type CostModel struct {
 	Key Key
 
