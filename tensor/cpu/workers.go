@@ -18,7 +18,32 @@ type pool struct {
 type chunk struct {
 	fn     func(lo, hi int)
 	lo, hi int
-	done   *sync.WaitGroup
+	call   *call
+}
+
+// call is one parallel call's completion: its chunks count down done, and
+// the first panic of any of them is kept to be raised again on the
+// calling goroutine, where the device's user can recover it (a panic on a
+// worker thread would otherwise end the process).
+type call struct {
+	done     sync.WaitGroup
+	mu       sync.Mutex
+	panicked bool
+	value    any
+}
+
+// run calls fn on [lo, hi), recording a panic instead of unwinding.
+func (c *call) run(fn func(lo, hi int), lo, hi int) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.mu.Lock()
+			if !c.panicked {
+				c.panicked, c.value = true, r
+			}
+			c.mu.Unlock()
+		}
+	}()
+	fn(lo, hi)
 }
 
 func newPool(threads int) *pool {
@@ -29,8 +54,8 @@ func newPool(threads int) *pool {
 			defer p.wg.Done()
 			runtime.LockOSThread()
 			for c := range p.work {
-				c.fn(c.lo, c.hi)
-				c.done.Done()
+				c.call.run(c.fn, c.lo, c.hi)
+				c.call.done.Done()
 			}
 		}()
 	}
@@ -40,6 +65,8 @@ func newPool(threads int) *pool {
 // parallel calls fn on disjoint ranges covering [0, n), on up to T
 // threads, and returns when all calls have. Each range holds at least
 // grain items unless n itself is smaller, so tiny loops stay on one thread.
+// If any call panics, parallel waits for the others and then panics on
+// the calling goroutine with the first panic's value.
 func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -52,8 +79,8 @@ func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var done sync.WaitGroup
-	done.Add(parts - 1)
+	c := &call{}
+	c.done.Add(parts - 1)
 	size, rem := n/parts, n%parts
 	lo := 0
 	for i := 0; i < parts; i++ {
@@ -62,13 +89,16 @@ func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
 			hi++
 		}
 		if i == parts-1 {
-			fn(lo, hi) // the caller takes the last range
+			c.run(fn, lo, hi) // the caller takes the last range
 		} else {
-			p.work <- chunk{fn: fn, lo: lo, hi: hi, done: &done}
+			p.work <- chunk{fn: fn, lo: lo, hi: hi, call: c}
 		}
 		lo = hi
 	}
-	done.Wait()
+	c.done.Wait()
+	if c.panicked {
+		panic(c.value)
+	}
 }
 
 func (p *pool) close() {

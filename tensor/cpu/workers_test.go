@@ -211,3 +211,36 @@ func benchmarkParallelDispatch(b *testing.B, threads int) {
 		p.parallel(threads, 1, body)
 	}
 }
+
+// TestParallelPanicReachesCaller checks that a panic in any range, on a
+// worker thread or the caller's, is raised on the calling goroutine after
+// every range has finished, and that the pool still works afterwards.
+func TestParallelPanicReachesCaller(t *testing.T) {
+	p := newPool(3)
+	defer p.close()
+	for _, bad := range []int{0, 1, 2} { // ranges 0 and 1 run on workers, 2 on the caller
+		var finished atomic.Int32
+		func() {
+			defer func() {
+				r := recover()
+				if r != "boom" {
+					t.Errorf("range %d panicked: recovered %v, want boom", bad, r)
+				}
+				if got := finished.Load(); got != 2 {
+					t.Errorf("range %d panicked: %d other ranges finished before the panic was raised, want 2", bad, got)
+				}
+			}()
+			p.parallel(3, 1, func(lo, hi int) {
+				if lo == bad {
+					panic("boom")
+				}
+				finished.Add(1)
+			})
+		}()
+	}
+	var sum atomic.Int64
+	p.parallel(100, 1, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+	if sum.Load() != 100 {
+		t.Errorf("after panics: covered %d of 100", sum.Load())
+	}
+}
