@@ -17,7 +17,10 @@ import (
 // accounted by category like a real device's but hold no data and cost no
 // compute. The peaks are therefore those of the code path a measured run
 // takes, with every schedule's keep-and-release order, and the transfer
-// counts are the runner's own.
+// counts are the runner's own. The meta backend accounts the CPU
+// convolutions' scratch for the run's threads, and Predict runs the step
+// in the order of its simulated timeline, so that what is in flight
+// between devices is what that timeline implies.
 
 // metaWarmup is the warm-up step of a meta run: the optimizer's state is
 // allocated by the first update, so only the second step shows the steady
@@ -34,8 +37,8 @@ type metaStep struct {
 }
 
 // metaKey identifies a meta run: everything that changes what a step
-// allocates or moves. Backend and threads do not: accounting is by
-// tensor shape.
+// allocates or moves, including the threads (scratch buffers are per
+// thread) and the order the ops run in.
 type metaKey struct {
 	model     string
 	image     int
@@ -43,10 +46,12 @@ type metaKey struct {
 	width     float64
 	noDropout bool
 	sizes     string
+	threads   int
 	batch     int
 	schedule  schedule.Options
 	balance   string
 	bounds    string
+	order     uint64 // the op order's fingerprint; 0 for free running
 }
 
 // metaCache holds the meta runs made so far, so that many forecasts of few
@@ -74,13 +79,17 @@ func PeakMemory(cfg runner.Config) ([]tensor.MemStats, error) {
 }
 
 // metaRun returns the meta step of cfg, from the cache when it ran before.
-func metaRun(cfg runner.Config) (*metaStep, error) {
+func metaRun(cfg runner.Config) (*metaStep, error) { return cachedMetaRun(cfg, 0, nil) }
+
+// cachedMetaRun is metaRun with the ops gated by gate (nil for none),
+// cached under order, which identifies the gate's order.
+func cachedMetaRun(cfg runner.Config, order uint64, gate func(ctx context.Context, device, op int) error) (*metaStep, error) {
 	cfg = cfg.WithDefaults()
 	key := metaKey{
 		model: cfg.Model, image: cfg.ModelConfig.Image, classes: cfg.ModelConfig.Classes,
 		width: cfg.ModelConfig.Width, noDropout: cfg.ModelConfig.NoDropout,
-		sizes: fmt.Sprint(cfg.ModelConfig.Sizes), batch: cfg.Batch, schedule: cfg.Schedule,
-		balance: cfg.Balance, bounds: fmt.Sprint(cfg.Bounds),
+		sizes: fmt.Sprint(cfg.ModelConfig.Sizes), threads: cfg.Threads, batch: cfg.Batch, schedule: cfg.Schedule,
+		balance: cfg.Balance, bounds: fmt.Sprint(cfg.Bounds), order: order,
 	}
 	metaCache.Lock()
 	ms, ok := metaCache.runs[key]
@@ -89,13 +98,13 @@ func metaRun(cfg runner.Config) (*metaStep, error) {
 		return ms, nil
 	}
 	mc := cfg
-	mc.Backend, mc.Threads = "meta", 1
+	mc.Backend = "meta" // with the run's threads: they decide the convolutions' scratch
 	// The data's values cannot change an allocation; a synthetic set
 	// avoids reading a dataset from disk.
 	mc.Dataset = "synthetic"
 	mc.ModelConfig.Sizes = slices.Clone(cfg.ModelConfig.Sizes)
 	mc.Bounds = slices.Clone(cfg.Bounds)
-	res, err := runner.Run(context.Background(), mc, runner.RunOptions{Warmup: metaWarmup, Steps: 1})
+	res, err := runner.Run(context.Background(), mc, runner.RunOptions{Warmup: metaWarmup, Steps: 1, Gate: gate})
 	if err != nil {
 		return nil, fmt.Errorf("memory of %s on the meta backend: %w", cfg.Model, err)
 	}

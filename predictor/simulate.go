@@ -96,6 +96,12 @@ func Predict(c *CostModel, cfg runner.Config) (profiler.Record, error) {
 	if err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
+	// Memory depends on how the devices' ops interleave (what is in
+	// flight between them): read it from a meta run in the timeline's
+	// order.
+	if sim.meta, err = orderedMetaRun(cfg, tl); err != nil {
+		return profiler.Record{}, fmt.Errorf("predict: %w", err)
+	}
 	return sim.record(tl), nil
 }
 

@@ -22,6 +22,12 @@ type RunOptions struct {
 	// first step (see Calibrate); K = 1 runs calibrate too, so that their
 	// records let the predictor cost transfers.
 	Calibrate bool
+	// Gate, when set, is called by device d's worker before the i-th op
+	// of its program in every step and returns when that op may start
+	// (or an error, which fails the step). It lets a simulation replay
+	// the order of a predicted timeline, e.g. on the meta backend to read
+	// the memory that order implies.
+	Gate func(ctx context.Context, device, op int) error
 }
 
 // Result is a run: its configuration with defaults filled in, the
@@ -63,6 +69,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Result, error) {
 	}
 	defer t.Close()
 	t.setRecording(true, opts.BlockTiming)
+	t.gate = opts.Gate
 	res := &Result{
 		Config:         t.cfg,
 		Options:        opts,

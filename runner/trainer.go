@@ -30,6 +30,8 @@ type Trainer struct {
 	// fault, when set (by tests), runs before every op and fails it with
 	// the error it returns.
 	fault func(device int, op schedule.Op) error
+	// gate, when set, runs before every op (RunOptions.Gate).
+	gate func(ctx context.Context, device, op int) error
 }
 
 // NewTrainer opens the devices, partitions the model, places each stage's

@@ -80,9 +80,14 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		w.releaseStep()
 	}()
-	for _, op := range w.ops {
+	for i, op := range w.ops {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if w.t.gate != nil {
+			if err := w.t.gate(ctx, w.k, i); err != nil {
+				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
+			}
 		}
 		if w.rec == nil {
 			if _, err := w.exec(ctx, op); err != nil {

@@ -9,15 +9,16 @@ import (
 
 // Device is a meta device: shapes and accounting without storage.
 type Device struct {
-	name string
-	mem  tensor.MemCounter
-	macs atomic.Int64
+	name    string
+	mem     tensor.MemCounter
+	macs    atomic.Int64
+	threads int
 }
 
 var _ tensor.Device = (*Device)(nil)
 
 // New returns a meta device.
-func New() *Device { return &Device{name: "meta:0"} }
+func New() *Device { return &Device{name: "meta:0", threads: 1} }
 
 // MACs returns the multiply-accumulates counted since the device opened:
 // those of convolutions, linear layers and GEMMs, the usual convention
@@ -31,8 +32,9 @@ func (d *Device) Name() string { return d.name }
 // Backend returns "meta".
 func (d *Device) Backend() string { return "meta" }
 
-// Threads returns 1.
-func (d *Device) Threads() int { return 1 }
+// Threads returns the threads the device stands in for: they decide the
+// scratch memory its convolutions account (see kernels.go).
+func (d *Device) Threads() int { return d.threads }
 
 // Alloc returns a tensor without storage, accounted in cat.
 func (d *Device) Alloc(cat tensor.Category, shape ...int) *tensor.Tensor {

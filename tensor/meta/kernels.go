@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipecast/pipecast/tensor"
+	"github.com/pipecast/pipecast/tensor/cpu"
 )
 
 // The kernels below do nothing: a meta tensor has no data. Those that are
@@ -104,19 +105,37 @@ func (d *Device) LinearBackwardParams(x, dy, dw, dbias *tensor.Tensor) {
 	d.macs.Add(int64(dy.Len()) * int64(dw.Dim(1)))
 }
 
-// Conv2DForward counts N·O·OH·OW·C·KH·KW MACs.
+// Conv2DForward counts N·O·OH·OW·C·KH·KW MACs and accounts the scratch
+// memory the CPU backend's kernel would hold.
 func (d *Device) Conv2DForward(x, w, bias, y *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d forward", x, w, y, p))
+	d.scratch(cpu.ConvForward, x, w, y, p)
 }
 
-// Conv2DBackwardData counts as many MACs as the forward.
+// Conv2DBackwardData counts as many MACs as the forward and accounts the
+// CPU kernel's scratch.
 func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d backward data", dx, w, dy, p))
+	d.scratch(cpu.ConvBackwardData, dx, w, dy, p)
 }
 
-// Conv2DBackwardFilter counts as many MACs as the forward.
+// Conv2DBackwardFilter counts as many MACs as the forward and accounts
+// the CPU kernel's scratch.
 func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d backward filter", x, dw, dy, p))
+	d.scratch(cpu.ConvBackwardFilter, x, dw, dy, p)
+}
+
+// scratch accounts, and at once returns, the Workspace bytes the CPU
+// backend's convolution pass holds while it runs on d.Threads() threads:
+// the CPU backend is the one whose runs the meta backend stands in for,
+// and its convolutions are its only kernels that take scratch memory.
+func (d *Device) scratch(pass cpu.ConvPass, x, w, y *tensor.Tensor, p tensor.Conv2DParams) {
+	n := int64(cpu.ConvWorkspaceElems(pass, x.Shape(), w.Shape(), y.Shape(), p, d.threads)) * tensor.BytesPerElement
+	if n > 0 {
+		d.mem.Alloc(tensor.Workspace, n)
+		d.mem.Free(tensor.Workspace, n)
+	}
 }
 
 func convMACs(op string, x, w, y *tensor.Tensor, p tensor.Conv2DParams) int64 {

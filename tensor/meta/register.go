@@ -17,7 +17,7 @@ func init() {
 		Name:        BackendName,
 		Description: "no storage and no compute: shapes, memory accounting and MAC counts only",
 		Open: func(o tensor.Options) (tensor.Device, error) {
-			return &Device{name: fmt.Sprintf("%s:%d", BackendName, o.Index)}, nil
+			return &Device{name: fmt.Sprintf("%s:%d", BackendName, o.Index), threads: max(o.Threads, 1)}, nil
 		},
 	})
 }
