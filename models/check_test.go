@@ -44,6 +44,16 @@ func randomizeParams(dev tensor.Device, l Layer, rng *rand.Rand) {
 // l must have no gradients allocated yet.
 func checkLayer(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64) {
 	t.Helper()
+	checkLayerSampled(t, dev, l, pass, in, rng, rtol, atol, 0)
+}
+
+// checkLayerSampled is checkLayer with the reference model's central
+// differences taken at samples coordinates of the input and samples
+// parameter tensors (0: every coordinate). Each difference costs two
+// float64 forwards, so whole networks need sampling: a full check of a
+// tiny Inception-v3 would take minutes.
+func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64, samples int) {
+	t.Helper()
 	pass.Dev, pass.Grad = dev, true
 	ref := newRefModel(pass, l)
 	x, xv := uploadRand(dev, tensor.Boundary, rng, in...)
@@ -119,7 +129,57 @@ func checkLayer(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.S
 	y.Release()
 	checkLive(t, dev, "activations after releasing y", tensor.Activations, 0)
 
-	checkReferenceGradients(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor)
+	if samples == 0 {
+		checkReferenceGradients(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor)
+	} else {
+		checkReferenceGradientsSampled(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor, rng, samples)
+	}
+}
+
+// checkReferenceGradientsSampled checks the reference model's dx and
+// parameter gradients against central differences of its forward at
+// sampled coordinates: the largest gradient of samples parameter tensors
+// chosen at random, and the largest dx in each of samples stretches of the
+// input.
+func checkReferenceGradientsSampled(t *testing.T, pass Pass, l Layer, x refTensor, dy, dx []float64, grads map[*Param][]float64, floor float64, rng *rand.Rand, samples int) {
+	t.Helper()
+	ref := newRefModel(pass, l)
+	xv := append([]float64(nil), x.v...)
+	xr := refTensor{x.shape, xv}
+	f := func() float64 { return dot(ref.forward(xr).v, dy) }
+	check := func(what string, v, grad []float64, i int) {
+		old := v[i]
+		v[i] = old + fdStep
+		fp := f()
+		v[i] = old - fdStep
+		fm := f()
+		v[i] = old
+		if fd := (fp - fm) / (2 * fdStep); math.Abs(fd-grad[i]) > fdTol*floor {
+			t.Errorf("reference %s[%d] against central differences: got %v, want %v (tolerance %.3g)",
+				what, i, grad[i], fd, fdTol*floor)
+		}
+	}
+	params := Params(l)
+	for _, k := range rng.Perm(len(params))[:min(samples, len(params))] {
+		np := params[k]
+		g := grads[np.Param]
+		check("gradient of "+np.Name, ref.values[np.Param], g, argMaxAbs(g))
+	}
+	stretch := max(1, len(xv)/samples)
+	for lo := 0; lo+stretch <= len(xv); lo += stretch {
+		check("dx", xv, dx, lo+argMaxAbs(dx[lo:lo+stretch]))
+	}
+}
+
+// argMaxAbs returns the index of v's largest magnitude.
+func argMaxAbs(v []float64) int {
+	at := 0
+	for i, e := range v {
+		if math.Abs(e) > math.Abs(v[at]) {
+			at = i
+		}
+	}
+	return at
 }
 
 func reference2x(g []float64) []float64 {

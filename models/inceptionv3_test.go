@@ -3,7 +3,6 @@ package models
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -460,7 +459,7 @@ func TestInceptionV3Gradients(t *testing.T) {
 	if testing.Short() {
 		samples = 8
 	}
-	inceptionCheckLayer(t, dev, m.Net, Pass{}, tensor.Shape{2, 3, 75, 75}, rng, blockRTol, blockATol, samples)
+	checkLayerSampled(t, dev, m.Net, Pass{}, tensor.Shape{2, 3, 75, 75}, rng, blockRTol, blockATol, samples)
 }
 
 // TestInceptionV3BlockGradients checks every block of a network of width
@@ -484,123 +483,7 @@ func TestInceptionV3BlockGradients(t *testing.T) {
 		t.Run(bl.Name, func(t *testing.T) {
 			in := tensor.Shape{2, bl.In[0], 7, 7}
 			pass := Pass{Train: true, Seed: 5, Step: uint64(i)}
-			inceptionCheckLayer(t, dev, bl.Layer, pass, in, rng, blockRTol, blockATol, 16)
+			checkLayerSampled(t, dev, bl.Layer, pass, in, rng, blockRTol, blockATol, 16)
 		})
 	}
-}
-
-// inceptionCheckLayer is checkLayer with the mirror's finite-difference
-// check sampled. checkLayer differentiates the mirror at every input and
-// parameter coordinate, two float64 forwards each, a cost of (inputs +
-// parameters) × forward: for the whole network of
-// TestInceptionV3Gradients (33,750 input values, 22,657 parameters, 4.4
-// ms a forward) about 500 s. Here it covers samples parameter tensors,
-// chosen at random, and samples stretches of the input, in each at the
-// coordinate whose gradient is largest, so that no check compares two
-// near-zero numbers. What a whole-network difference check adds to those
-// of the layers and containers is their composition, which every
-// sampled coordinate exercises.
-func inceptionCheckLayer(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64, samples int) {
-	t.Helper()
-	pass.Dev, pass.Grad = dev, true
-	ref := newRefModel(pass, l)
-	x, xv := uploadRand(dev, tensor.Boundary, rng, in...)
-	defer x.Release()
-	wantShape, err := l.OutShape(in)
-	if err != nil {
-		t.Fatalf("OutShape(%v): %v", in, err)
-	}
-	dy, dyv := uploadRand(dev, tensor.Boundary, rng, wantShape...)
-	defer dy.Release()
-
-	p := pass
-	y, ctx := l.Forward(&p, x)
-	ry := ref.forward(refTensor{in.Clone(), xv})
-	if !y.Shape().Equal(wantShape) || !y.Shape().Equal(ry.shape) {
-		t.Fatalf("forward: got shape %v, want %v (OutShape) and %v (reference)", y.Shape(), wantShape, ry.shape)
-	}
-	compare(t, "y", host(y), ry.v, rtol, atol)
-	checkLive(t, dev, "workspace after forward", tensor.Workspace, 0)
-	checkBuffers(t, l, ref)
-	dx := l.Backward(&p, ctx, dy)
-	rdx := ref.backward(refTensor{wantShape, dyv})
-	if !dx.Shape().Equal(in) {
-		t.Fatalf("backward: got dx of shape %v, want %v", dx.Shape(), in)
-	}
-	floor := maxAbs(rdx.v)
-	for _, np := range Params(l) {
-		floor = max(floor, maxAbs(ref.grads[np.Param]))
-	}
-	compareScaled(t, "dx", host(dx), rdx.v, rtol, atol, floor)
-	for _, np := range Params(l) {
-		if np.Param.Grad == nil {
-			t.Errorf("%s: no gradient after backward", np.Name)
-			continue
-		}
-		compareScaled(t, "gradient of "+np.Name, host(np.Param.Grad), ref.grads[np.Param], rtol, atol, floor)
-	}
-	equalValues(t, "x after forward and backward", host(x), xv)
-	equalValues(t, "dy after backward", host(dy), dyv)
-	y.Release()
-	dx.Release()
-	checkLive(t, dev, "activations after forward and backward", tensor.Activations, 0)
-	checkLive(t, dev, "workspace after backward", tensor.Workspace, 0)
-
-	// Gradients accumulate over a second forward and backward.
-	y, ctx = l.Forward(&p, x)
-	dx = l.Backward(&p, ctx, dy)
-	y.Release()
-	dx.Release()
-	for _, np := range Params(l) {
-		compareScaled(t, "gradient of "+np.Name+" after two backwards", host(np.Param.Grad),
-			reference2x(ref.grads[np.Param]), rtol, atol, 2*floor)
-	}
-
-	// Without Grad, a forward keeps nothing: only y is live.
-	p.Grad = false
-	y, ctx = l.Forward(&p, x)
-	if ctx != nil {
-		t.Errorf("forward without Grad: got a context %T, want nil", ctx)
-		ctx.Release()
-	}
-	checkLive(t, dev, "activations after a forward without Grad", tensor.Activations, y.Bytes())
-	y.Release()
-
-	// The mirror against central differences of its own forward.
-	fresh := newRefModel(pass, l)
-	xr := refTensor{in.Clone(), append([]float64(nil), xv...)}
-	f := func() float64 { return dot(fresh.forward(xr).v, dyv) }
-	check := func(what string, v, grad []float64, i int) {
-		old := v[i]
-		v[i] = old + fdStep
-		fp := f()
-		v[i] = old - fdStep
-		fm := f()
-		v[i] = old
-		if fd := (fp - fm) / (2 * fdStep); math.Abs(fd-grad[i]) > fdTol*floor {
-			t.Errorf("reference %s[%d] against central differences: got %v, want %v (tolerance %.3g)",
-				what, i, grad[i], fd, fdTol*floor)
-		}
-	}
-	params := Params(l)
-	for _, k := range rng.Perm(len(params))[:min(samples, len(params))] {
-		np := params[k]
-		g := ref.grads[np.Param]
-		check("gradient of "+np.Name, fresh.values[np.Param], g, inceptionArgMaxAbs(g))
-	}
-	stretch := max(1, len(xv)/samples)
-	for lo := 0; lo+stretch <= len(xv); lo += stretch {
-		check("dx", xr.v, rdx.v, lo+inceptionArgMaxAbs(rdx.v[lo:lo+stretch]))
-	}
-}
-
-// inceptionArgMaxAbs returns the index of v's largest magnitude.
-func inceptionArgMaxAbs(v []float64) int {
-	at := 0
-	for i, e := range v {
-		if math.Abs(e) > math.Abs(v[at]) {
-			at = i
-		}
-	}
-	return at
 }
