@@ -60,10 +60,22 @@ func (l bnLayout) parallel(d *Device, fn func(c0, c1 int)) {
 	})
 }
 
-// BatchNormTrain implements tensor.Kernels. Threads take whole channels.
-// The statistics are accumulated in float64 in two passes (the mean, then
-// the squared deviations from it), so that a large common offset in x
-// does not cancel away the variance as E[x²] − E[x]² would in float32.
+// BatchNormTrain implements tensor.Kernels. Threads take whole channels,
+// and each channel is streamed twice: once for its statistics, once to
+// normalise it (a channel of a few hundred KB is still in the thread's
+// cache for the second pass).
+//
+// The statistics are accumulated in float64 in one pass, as the sums of
+// d = x − K and d² with K the channel's first value: then mean = K + Σd/m
+// and var = (Σd² − (Σd)²/m)/m. Shifting by a value of the channel removes
+// any common offset, so it cannot cancel the variance away as E[x²] −
+// E[x]² would: the cancellation left costs a relative error of at most
+// m·2⁻⁵³ in the variance, since (mean − K)² ≤ Σ(x − mean)² = m·var.
+//
+// The output is y = (x − mf)·a + b in float32 with mf the mean rounded to
+// float32, a = invStd·gamma and b = beta − (mean − mf)·a: subtracting mf
+// (exact for x near it) before scaling keeps a large offset in x from
+// costing precision, and b carries the part of the mean that mf lost.
 func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams) {
 	const op = "batchnorm train"
 	l := d.bnLayout(op, x)
@@ -84,37 +96,40 @@ func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, sa
 	}
 	eps, mom, fm := float64(p.Eps), float64(p.Momentum), float64(m)
 	l.parallel(d, func(c0, c1 int) {
-		var sum, sq, scale, shift [bnBlock]float64
+		var shift [bnBlock]float32
+		var s1, s2 [bnBlock]float64
+		var mf, a, b [bnBlock]float32
 		k := c1 - c0
-		mean := sum[:k]
-		for i := 0; i < l.n; i++ {
-			bnSums(l.block(xs, i, c0, c1), l.hw, mean)
-		}
-		for j := range mean {
-			mean[j] /= fm
+		first := l.block(xs, 0, c0, c1) // sample 0's values of the channels
+		for j := range k {
+			shift[j] = first[j*l.hw]
 		}
 		for i := 0; i < l.n; i++ {
-			bnSquaredDeviations(l.block(xs, i, c0, c1), l.hw, mean, sq[:k])
+			bnShiftedSums(l.block(xs, i, c0, c1), l.hw, shift[:k], s1[:k], s2[:k])
 		}
-		for j := range mean {
+		for j := range k {
 			ch := c0 + j
-			variance := sq[j] / fm
+			mean := float64(shift[j]) + s1[j]/fm
+			variance := max((s2[j]-s1[j]*s1[j]/fm)/fm, 0)
 			inv := 1 / math.Sqrt(variance+eps)
-			scale[j], shift[j] = inv*float64(gs[ch]), float64(bs[ch])
-			sm[ch], si[ch] = float32(mean[j]), float32(inv)
+			sm[ch], si[ch] = float32(mean), float32(inv)
+			scale := inv * float64(gs[ch])
+			mf[j], a[j] = float32(mean), float32(scale)
+			b[j] = float32(float64(bs[ch]) - (mean-float64(mf[j]))*scale)
 			if rm != nil {
 				unbiased := variance * fm / (fm - 1)
-				rm[ch] = float32((1-mom)*float64(rm[ch]) + mom*mean[j])
+				rm[ch] = float32((1-mom)*float64(rm[ch]) + mom*mean)
 				rv[ch] = float32((1-mom)*float64(rv[ch]) + mom*unbiased)
 			}
 		}
 		for i := 0; i < l.n; i++ {
-			bnAffine(l.block(xs, i, c0, c1), l.block(ys, i, c0, c1), l.hw, mean, scale[:k], shift[:k])
+			bnAffine(l.block(xs, i, c0, c1), l.block(ys, i, c0, c1), l.hw, mf[:k], a[:k], b[:k])
 		}
 	})
 }
 
-// BatchNormEval implements tensor.Kernels.
+// BatchNormEval implements tensor.Kernels: y = (x − runMean)·a + beta in
+// float32, with a = gamma/sqrt(runVar + eps) computed in float64.
 func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor, p tensor.BatchNormParams) {
 	const op = "batchnorm eval"
 	l := d.bnLayout(op, x)
@@ -124,23 +139,26 @@ func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor
 	rm, rv := d.data(op, runMean, l.c), d.data(op, runVar, l.c)
 	eps := float64(p.Eps)
 	l.parallel(d, func(c0, c1 int) {
-		var mean, scale, shift [bnBlock]float64
+		var a [bnBlock]float32
 		k := c1 - c0
 		for j := range k {
 			ch := c0 + j
-			mean[j], shift[j] = float64(rm[ch]), float64(bs[ch])
-			scale[j] = float64(gs[ch]) / math.Sqrt(float64(rv[ch])+eps)
+			a[j] = float32(float64(gs[ch]) / math.Sqrt(float64(rv[ch])+eps))
 		}
 		for i := 0; i < l.n; i++ {
-			bnAffine(l.block(xs, i, c0, c1), l.block(ys, i, c0, c1), l.hw, mean[:k], scale[:k], shift[:k])
+			bnAffine(l.block(xs, i, c0, c1), l.block(ys, i, c0, c1), l.hw, rm[c0:c1], a[:k], bs[c0:c1])
 		}
 	})
 }
 
 // BatchNormBackward implements tensor.Kernels with the standard formula
 // dx = invStd·gamma/m·(m·dy − Σdy − x̂·Σdy·x̂) over each channel's m =
-// N·H·W values, the sums in float64. Threads take whole channels, so
-// dgamma and dbeta are accumulated without sharing.
+// N·H·W values. Threads take whole channels, so dgamma and dbeta are
+// accumulated without sharing. One pass accumulates Σdy and Σdy·(x −
+// mean) in float64; a second, over data still in cache, sets dx = p·dy +
+// q·(x − mean) + r in float32 with per-channel p, q and r computed in
+// float64 (mean is the saved float32 mean, so x − mean is exact for x
+// near it).
 func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
 	const op = "batchnorm backward"
 	l := d.bnLayout(op, x)
@@ -150,28 +168,30 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 	dg, db := d.data(op, dgamma, l.c), d.data(op, dbeta, l.c)
 	fm := float64(l.n * l.hw)
 	l.parallel(d, func(c0, c1 int) {
-		// sumDy and sumDyXc hold Σ dy and Σ dy·(x − mean) per channel;
-		// then dx = scale·(dy − a − (x − mean)·b) with scale =
-		// invStd·gamma, a = Σdy/m and b = invStd·Σdy·x̂/m.
-		var mean, sumDy, sumDyXc, scale, a, b [bnBlock]float64
+		// With scale = invStd·gamma, a = Σdy/m and b = invStd²·Σdy·(x −
+		// mean)/m, dx = scale·(dy − a − (x − mean)·b): p = scale, q =
+		// −scale·b, r = −scale·a.
+		var sumDy, sumDyXc [bnBlock]float64
+		var pc, qc, rc [bnBlock]float32
 		k := c1 - c0
-		for j := range k {
-			mean[j] = float64(sm[c0+j])
-		}
+		mean := sm[c0:c1]
 		for i := 0; i < l.n; i++ {
-			bnGradientSums(l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.hw, mean[:k], sumDy[:k], sumDyXc[:k])
+			bnGradientSums(l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.hw, mean, sumDy[:k], sumDyXc[:k])
 		}
 		for j := range k {
 			ch := c0 + j
 			inv := float64(si[ch])
 			sumDyXhat := sumDyXc[j] * inv
-			scale[j], a[j], b[j] = inv*float64(gs[ch]), sumDy[j]/fm, inv*sumDyXhat/fm
+			scale := inv * float64(gs[ch])
+			pc[j] = float32(scale)
+			qc[j] = float32(-scale * inv * sumDyXhat / fm)
+			rc[j] = float32(-scale * sumDy[j] / fm)
 			dg[ch] += float32(sumDyXhat)
 			db[ch] += float32(sumDy[j])
 		}
 		for i := 0; i < l.n; i++ {
 			bnGradient(l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.block(dxs, i, c0, c1), l.hw,
-				mean[:k], scale[:k], a[:k], b[:k])
+				mean, pc[:k], qc[:k], rc[:k])
 		}
 	})
 }
@@ -179,125 +199,145 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 // The helpers below work on one sample's block of channels: len(acc)
 // channels of hw values each. With hw = 1 (an [N, C] input) the block is
 // a run of consecutive channels, one value each, and they loop over it
-// directly.
+// directly; otherwise each channel's hw values are a contiguous run that
+// the loops unroll by four with independent accumulators, so that the
+// float64 additions do not wait on each other.
 
-// bnSums adds each channel's Σ x to acc, in float64.
-func bnSums(x []float32, hw int, acc []float64) {
+// bnShiftedSums adds each channel's Σ (x − shift) to s1 and Σ (x − shift)²
+// to s2, in float64.
+func bnShiftedSums(x []float32, hw int, shift []float32, s1, s2 []float64) {
 	if hw == 1 {
-		for j, v := range x[:len(acc)] {
-			acc[j] += float64(v)
+		x, s1, s2 = x[:len(shift)], s1[:len(shift)], s2[:len(shift)]
+		for j, v := range x {
+			d := float64(v) - float64(shift[j])
+			s1[j] += d
+			s2[j] += d * d
 		}
 		return
 	}
-	for j := range acc {
-		acc[j] += bnSum(x[j*hw : (j+1)*hw])
+	for j, sh := range shift {
+		a, b := bnShiftedSum(x[j*hw:(j+1)*hw], float64(sh))
+		s1[j] += a
+		s2[j] += b
 	}
 }
 
-// bnSum returns Σ x in float64, with four partial sums to shorten the
-// dependency chain of the additions.
-func bnSum(x []float32) float64 {
-	var s0, s1, s2, s3 float64
+// bnShiftedSum returns Σ (x − k) and Σ (x − k)² in float64.
+func bnShiftedSum(x []float32, k float64) (s1, s2 float64) {
+	var a0, a1, a2, a3, q0, q1, q2, q3 float64
 	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += float64(x[i])
-		s1 += float64(x[i+1])
-		s2 += float64(x[i+2])
-		s3 += float64(x[i+3])
+	for ; i <= len(x)-4; i += 4 {
+		v := x[i : i+4 : i+4]
+		d0, d1 := float64(v[0])-k, float64(v[1])-k
+		d2, d3 := float64(v[2])-k, float64(v[3])-k
+		a0, a1, a2, a3 = a0+d0, a1+d1, a2+d2, a3+d3
+		q0, q1, q2, q3 = q0+d0*d0, q1+d1*d1, q2+d2*d2, q3+d3*d3
 	}
-	for ; i < len(x); i++ {
-		s0 += float64(x[i])
+	for _, v := range x[i:] {
+		d := float64(v) - k
+		a0 += d
+		q0 += d * d
 	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// bnSquaredDeviations adds each channel's Σ (x − mean)² to acc.
-func bnSquaredDeviations(x []float32, hw int, mean, acc []float64) {
-	if hw == 1 {
-		for j, v := range x[:len(acc)] {
-			d := float64(v) - mean[j]
-			acc[j] += d * d
-		}
-		return
-	}
-	for j := range acc {
-		xp, m := x[j*hw:(j+1)*hw], mean[j]
-		var s0, s1, s2, s3 float64
-		i := 0
-		for ; i+4 <= len(xp); i += 4 {
-			d0, d1 := float64(xp[i])-m, float64(xp[i+1])-m
-			d2, d3 := float64(xp[i+2])-m, float64(xp[i+3])-m
-			s0 += d0 * d0
-			s1 += d1 * d1
-			s2 += d2 * d2
-			s3 += d3 * d3
-		}
-		for ; i < len(xp); i++ {
-			d0 := float64(xp[i]) - m
-			s0 += d0 * d0
-		}
-		acc[j] += (s0 + s1) + (s2 + s3)
-	}
+	return (a0 + a1) + (a2 + a3), (q0 + q1) + (q2 + q3)
 }
 
 // bnGradientSums adds each channel's Σ dy to sumDy and Σ dy·(x − mean) to
-// sumDyXc.
-func bnGradientSums(x, dy []float32, hw int, mean, sumDy, sumDyXc []float64) {
+// sumDyXc, in float64.
+func bnGradientSums(x, dy []float32, hw int, mean []float32, sumDy, sumDyXc []float64) {
 	if hw == 1 {
-		x = x[:len(sumDy)]
-		for j, g := range dy[:len(sumDy)] {
-			sumDy[j] += float64(g)
-			sumDyXc[j] += float64(g) * (float64(x[j]) - mean[j])
+		k := len(mean)
+		x, dy, sumDy, sumDyXc = x[:k], dy[:k], sumDy[:k], sumDyXc[:k]
+		for j, g := range dy {
+			g64 := float64(g)
+			sumDy[j] += g64
+			sumDyXc[j] += g64 * (float64(x[j]) - float64(mean[j]))
 		}
 		return
 	}
-	for j := range sumDy {
-		xp, dyp, m := x[j*hw:(j+1)*hw], dy[j*hw:(j+1)*hw], mean[j]
-		var s, sx float64
-		for i, g := range dyp {
-			g64 := float64(g)
-			s += g64
-			sx += g64 * (float64(xp[i]) - m)
-		}
+	for j, m := range mean {
+		s, sx := bnGradientSum(x[j*hw:(j+1)*hw], dy[j*hw:(j+1)*hw], float64(m))
 		sumDy[j] += s
 		sumDyXc[j] += sx
 	}
 }
 
-// bnAffine sets y = (x − mean)·scale + shift per channel, rounding once to
-// float32; subtracting the mean before scaling keeps a large offset in x
-// from costing precision.
-func bnAffine(x, y []float32, hw int, mean, scale, shift []float64) {
+// bnGradientSum returns Σ dy and Σ dy·(x − mean) in float64.
+func bnGradientSum(x, dy []float32, mean float64) (s, sx float64) {
+	var s0, s1, s2, s3, t0, t1, t2, t3 float64
+	dy = dy[:len(x)]
+	i := 0
+	for ; i <= len(x)-4; i += 4 {
+		v, g := x[i:i+4:i+4], dy[i:i+4:i+4]
+		g0, g1, g2, g3 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
+		s0, s1, s2, s3 = s0+g0, s1+g1, s2+g2, s3+g3
+		t0 += g0 * (float64(v[0]) - mean)
+		t1 += g1 * (float64(v[1]) - mean)
+		t2 += g2 * (float64(v[2]) - mean)
+		t3 += g3 * (float64(v[3]) - mean)
+	}
+	for ; i < len(x); i++ {
+		g := float64(dy[i])
+		v := x[i]
+		s0 += g
+		t0 += g * (float64(v) - mean)
+	}
+	return (s0 + s1) + (s2 + s3), (t0 + t1) + (t2 + t3)
+}
+
+// bnAffine sets y = (x − m)·a + b per channel, in float32.
+func bnAffine(x, y []float32, hw int, m, a, b []float32) {
 	if hw == 1 {
-		y = y[:len(x)]
-		for j, v := range x[:len(mean)] {
-			y[j] = float32((float64(v)-mean[j])*scale[j] + shift[j])
+		k := len(m)
+		x, y, a, b = x[:k], y[:k], a[:k], b[:k]
+		for j, v := range x {
+			y[j] = (v-m[j])*a[j] + b[j]
 		}
 		return
 	}
-	for j := range mean {
+	a, b = a[:len(m)], b[:len(m)]
+	for j, mj := range m {
 		xp, yp := x[j*hw:(j+1)*hw], y[j*hw:(j+1)*hw]
-		m, sc, sh := mean[j], scale[j], shift[j]
-		for i, v := range xp {
-			yp[i] = float32((float64(v)-m)*sc + sh)
+		aj, bj := a[j], b[j]
+		yp = yp[:len(xp)]
+		i := 0
+		for ; i <= len(xp)-4; i += 4 {
+			u, v := xp[i:i+4:i+4], yp[i:i+4:i+4]
+			v[0] = (u[0]-mj)*aj + bj
+			v[1] = (u[1]-mj)*aj + bj
+			v[2] = (u[2]-mj)*aj + bj
+			v[3] = (u[3]-mj)*aj + bj
+		}
+		for ; i < len(xp); i++ {
+			yp[i] = (xp[i]-mj)*aj + bj
 		}
 	}
 }
 
-// bnGradient sets dx = scale·(dy − a − (x − mean)·b) per channel.
-func bnGradient(x, dy, dx []float32, hw int, mean, scale, a, b []float64) {
+// bnGradient sets dx = p·dy + q·(x − mean) + r per channel, in float32.
+func bnGradient(x, dy, dx []float32, hw int, mean, p, q, r []float32) {
+	k := len(mean)
+	p, q, r = p[:k], q[:k], r[:k]
 	if hw == 1 {
-		dy, dx = dy[:len(mean)], dx[:len(mean)]
-		for j, v := range x[:len(mean)] {
-			dx[j] = float32(scale[j] * (float64(dy[j]) - a[j] - (float64(v)-mean[j])*b[j]))
+		x, dy, dx = x[:k], dy[:k], dx[:k]
+		for j, v := range x {
+			dx[j] = dy[j]*p[j] + (v-mean[j])*q[j] + r[j]
 		}
 		return
 	}
-	for j := range mean {
+	for j, m := range mean {
 		xp, dyp, dxp := x[j*hw:(j+1)*hw], dy[j*hw:(j+1)*hw], dx[j*hw:(j+1)*hw]
-		m, sc, aj, bj := mean[j], scale[j], a[j], b[j]
-		for i, v := range xp {
-			dxp[i] = float32(sc * (float64(dyp[i]) - aj - (float64(v)-m)*bj))
+		pj, qj, rj := p[j], q[j], r[j]
+		dyp, dxp = dyp[:len(xp)], dxp[:len(xp)]
+		i := 0
+		for ; i <= len(xp)-4; i += 4 {
+			u, g, o := xp[i:i+4:i+4], dyp[i:i+4:i+4], dxp[i:i+4:i+4]
+			o[0] = g[0]*pj + (u[0]-m)*qj + rj
+			o[1] = g[1]*pj + (u[1]-m)*qj + rj
+			o[2] = g[2]*pj + (u[2]-m)*qj + rj
+			o[3] = g[3]*pj + (u[3]-m)*qj + rj
+		}
+		for ; i < len(xp); i++ {
+			dxp[i] = dyp[i]*pj + (xp[i]-m)*qj + rj
 		}
 	}
 }

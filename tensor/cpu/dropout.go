@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pipecast/pipecast/tensor"
 )
@@ -53,12 +54,16 @@ func (d *Device) dropout(op string, in, out *tensor.Tensor, p float32, key tenso
 			end := min(hi, (sample+1)*row)
 			h := tensor.DropoutSampleHash(key, key.Sample+sample)
 			s, o := src[i:end], dst[i:end]
-			for j := range o {
-				if tensor.DropoutKeepHashed(h, elem+j, threshold) {
-					o[j] = s[j] * scale
-				} else {
-					o[j] = 0
+			s = s[:len(o)]
+			for j, v := range s {
+				// Which elements are kept is random: selecting the bits
+				// compiles to a conditional move, where a branch would be
+				// mispredicted half the time.
+				b := math.Float32bits(v * scale)
+				if !tensor.DropoutKeepHashed(h, elem+j, threshold) {
+					b = 0
 				}
+				o[j] = math.Float32frombits(b)
 			}
 			i = end
 		}

@@ -32,8 +32,8 @@ func (d *Device) Scale(t *tensor.Tensor, alpha float32) {
 	x := d.data("scale", t, t.Len())
 	d.pool.parallel(len(x), elementGrain, func(lo, hi int) {
 		s := x[lo:hi]
-		for i := range s {
-			s[i] *= alpha
+		for i, v := range s {
+			s[i] = v * alpha
 		}
 	})
 }
@@ -47,6 +47,7 @@ func (d *Device) Add(y, a, b *tensor.Tensor) {
 	xb := d.data("add", b, y.Len())
 	d.pool.parallel(len(out), elementGrain, func(lo, hi int) {
 		o, p, q := out[lo:hi], xa[lo:hi], xb[lo:hi]
+		p, q = p[:len(o)], q[:len(o)]
 		for i := range o {
 			o[i] = p[i] + q[i]
 		}
@@ -60,8 +61,9 @@ func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor) {
 	in := d.data("axpy", x, y.Len())
 	d.pool.parallel(len(out), elementGrain, func(lo, hi int) {
 		o, s := out[lo:hi], in[lo:hi]
-		for i := range o {
-			o[i] += alpha * s[i]
+		s = s[:len(o)]
+		for i, v := range o {
+			o[i] = v + alpha*s[i]
 		}
 	})
 }

@@ -40,30 +40,70 @@ func (d *Device) poolCheck(op string, in, out *tensor.Tensor, p tensor.Pool2DPar
 	return poolGeom{planes: s[0] * s[1], h: s[2], w: s[3], oh: oh, ow: ow}
 }
 
-// window returns the rows [r0, r1) and columns [c0, c1) of the input that
-// output (i, j)'s window covers, clipped to the plane.
-func (g poolGeom) window(i, j int, p tensor.Pool2DParams) (r0, r1, c0, c1 int) {
-	r0, c0 = i*p.StrideH-p.PadH, j*p.StrideW-p.PadW
-	r1, c1 = min(r0+p.KH, g.h), min(c0+p.KW, g.w)
-	return max(r0, 0), r1, max(c0, 0), c1
+// poolSpan is the input range [lo, hi) one output covers along an axis,
+// clipped to the input.
+type poolSpan struct{ lo, hi int }
+
+// poolSpans returns the spans of out outputs along an axis of in inputs,
+// for a window of k with stride s and padding pad.
+func poolSpans(in, out, k, s, pad int) []poolSpan {
+	sp := make([]poolSpan, out)
+	for i := range sp {
+		lo := i*s - pad
+		sp[i] = poolSpan{max(lo, 0), min(lo+k, in)}
+	}
+	return sp
 }
 
-// MaxPool2DForward implements tensor.Kernels. Threads take whole planes.
+// spans returns the row and column spans of g's outputs under p.
+func (g poolGeom) spans(p tensor.Pool2DParams) (rows, cols []poolSpan) {
+	return poolSpans(g.h, g.oh, p.KH, p.StrideH, p.PadH), poolSpans(g.w, g.ow, p.KW, p.StrideW, p.PadW)
+}
+
+// MaxPool2DForward implements tensor.Kernels. Threads take whole planes;
+// the window of each output is worked out once per row and column, not
+// per output.
 func (d *Device) MaxPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams) {
 	g := d.poolCheck("maxpool2d forward", x, y, p)
 	xs, ys := Data(x), Data(y)
 	in, out := g.h*g.w, g.oh*g.ow
+	rows, cols := g.spans(p)
 	d.pool.parallel(g.planes, g.planeGrain(p.KH*p.KW), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp, yp := xs[pl*in:(pl+1)*in], ys[pl*out:(pl+1)*out]
-			for i := 0; i < g.oh; i++ {
-				for j := 0; j < g.ow; j++ {
-					r0, r1, c0, c1 := g.window(i, j, p)
-					yp[i*g.ow+j] = windowMax(xp, g.w, r0, r1, c0, c1)
+			for i, rb := range rows {
+				yrow := yp[i*g.ow : (i+1)*g.ow]
+				for j := range yrow {
+					yrow[j] = float32(math.Inf(-1))
+				}
+				for r := rb.lo; r < rb.hi; r++ {
+					rowMax(yrow, xp[r*g.w:(r+1)*g.w], cols)
 				}
 			}
 		}
 	})
+}
+
+// rowMax sets y[j] to the maximum of y[j] and x over cols[j], for each j.
+// The builtin max has no branch to mispredict, and it agrees with torch's
+// kernel on the value: a NaN wins, and so does any number over −∞ (only
+// which of +0 and −0 is kept may differ, and they compare equal).
+func rowMax(y, x []float32, cols []poolSpan) {
+	cols = cols[:len(y)]
+	for j, cb := range cols {
+		m := y[j]
+		switch v := x[cb.lo:cb.hi]; len(v) {
+		case 2:
+			m = max(m, v[0], v[1])
+		case 3:
+			m = max(m, v[0], v[1], v[2])
+		default:
+			for _, e := range v {
+				m = max(m, e)
+			}
+		}
+		y[j] = m
+	}
 }
 
 // MaxPool2DBackward implements tensor.Kernels. It finds each window's
@@ -77,34 +117,21 @@ func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DPara
 	d.mustOwn(op, dx)
 	xs, dys, dxs := Data(x), Data(dy), Data(dx)
 	in, out := g.h*g.w, g.oh*g.ow
+	rows, cols := g.spans(p)
 	d.pool.parallel(g.planes, g.planeGrain(p.KH*p.KW), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp, gp, dxp := xs[pl*in:(pl+1)*in], dys[pl*out:(pl+1)*out], dxs[pl*in:(pl+1)*in]
 			clear(dxp)
-			for i := 0; i < g.oh; i++ {
-				for j := 0; j < g.ow; j++ {
-					r0, r1, c0, c1 := g.window(i, j, p)
-					at := windowArgMax(xp, g.w, r0, r1, c0, c1)
-					dxp[at] += gp[i*g.ow+j]
+			for i, rb := range rows {
+				grow := gp[i*g.ow : (i+1)*g.ow]
+				cols := cols[:len(grow)]
+				for j, cb := range cols {
+					at := windowArgMax(xp, g.w, rb.lo, rb.hi, cb.lo, cb.hi)
+					dxp[at] += grow[j]
 				}
 			}
 		}
 	})
-}
-
-// windowMax returns the maximum of rows [r0, r1) and columns [c0, c1) of
-// the plane x of width w. The builtin max has no branch to mispredict,
-// and it agrees with torch's kernel on the value: a NaN wins, and so does
-// any number over −∞ (only which of +0 and −0 is kept may differ, and
-// they compare equal).
-func windowMax(x []float32, w, r0, r1, c0, c1 int) float32 {
-	best := float32(math.Inf(-1))
-	for r := r0; r < r1; r++ {
-		for _, v := range x[r*w+c0 : r*w+c1] {
-			best = max(best, v)
-		}
-	}
-	return best
 }
 
 // windowArgMax returns the index in x of the window's maximum as torch's
@@ -116,7 +143,7 @@ func windowArgMax(x []float32, w, r0, r1, c0, c1 int) int {
 	best, at := float32(math.Inf(-1)), r0*w+c0
 	for r := r0; r < r1; r++ {
 		for k, v := range x[r*w+c0 : r*w+c1] {
-			if v > best || math.IsNaN(float64(v)) {
+			if v > best || v != v {
 				best, at = v, r*w+c0+k
 			}
 		}

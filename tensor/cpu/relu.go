@@ -22,7 +22,15 @@ func (d *Device) ReLUForward(x, y *tensor.Tensor) {
 		src, dst := xs[lo:hi], ys[lo:hi]
 		dst = dst[:len(src)]
 		for i, v := range src {
-			dst[i] = max(v, 0)
+			// Selecting the bits to keep compiles to a conditional move:
+			// no branch to mispredict on activations' random signs. A
+			// NaN compares false and is kept; −0 becomes +0, as max(v,
+			// 0) would give.
+			b := math.Float32bits(v)
+			if v <= 0 {
+				b = 0
+			}
+			dst[i] = math.Float32frombits(b)
 		}
 	})
 }
@@ -39,23 +47,14 @@ func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor) {
 		yp, g, out := ys[lo:hi], dys[lo:hi], dxs[lo:hi]
 		g, out = g[:len(yp)], out[:len(yp)]
 		for i, v := range yp {
-			out[i] = math.Float32frombits(math.Float32bits(g[i]) &^ reluStopMask(v))
+			// As in the forward, a conditional move rather than a branch:
+			// the gradient stops where y ≤ 0 (−0 included) and passes
+			// where y > 0 or is NaN, which compares false.
+			b := math.Float32bits(g[i])
+			if v <= 0 {
+				b = 0
+			}
+			out[i] = math.Float32frombits(b)
 		}
 	})
-}
-
-// reluStopMask returns all ones where the gradient stops (y ≤ 0, −0
-// included) and zero where it passes (y > 0 or NaN), computed without
-// branches: which way a branch goes is random for activations, and
-// mispredicting half of them costs more than these few integer
-// operations.
-func reluStopMask(y float32) uint32 {
-	b := math.Float32bits(y)
-	// int32(b) ≤ 0 exactly when y is +0 or has its sign bit set; widened
-	// to 64 bits, int32(b) − 1 is then negative and the shift fills ones.
-	stop := uint32((int64(int32(b)) - 1) >> 63)
-	// A NaN has an exponent of all ones and a non-zero fraction: its
-	// magnitude bits exceed those of +Inf, 0x7f800000.
-	nan := uint32((0x7f800000 - int64(b&0x7fffffff)) >> 63)
-	return stop &^ nan
 }

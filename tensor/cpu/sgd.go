@@ -20,8 +20,9 @@ func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first boo
 	if p.Momentum == 0 {
 		d.pool.parallel(len(wd), elementGrain, func(lo, hi int) {
 			ws, gs := wd[lo:hi], gd[lo:hi]
-			for i := range ws {
-				ws[i] -= lr * (gs[i] + decay*ws[i])
+			gs = gs[:len(ws)]
+			for i, w := range ws {
+				ws[i] = w - lr*(gs[i]+decay*w)
 			}
 		})
 		return
@@ -31,24 +32,42 @@ func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first boo
 	}
 	mustAgree(op, w, buf)
 	bd := d.data(op, buf, w.Len())
-	mom, keep, nesterov := p.Momentum, 1-p.Dampening, p.Nesterov
+	mom, keep := p.Momentum, 1-p.Dampening
+	// The four cases get a loop each, so that no loop tests first or
+	// Nesterov per element; each does the same float32 operations in the
+	// same order as torch.
 	d.pool.parallel(len(wd), elementGrain, func(lo, hi int) {
 		ws, gs, bs := wd[lo:hi], gd[lo:hi], bd[lo:hi]
-		for i := range ws {
-			step := gs[i] + decay*ws[i]
+		gs, bs = gs[:len(ws)], bs[:len(ws)]
+		switch {
+		case first && p.Nesterov:
 			// torch clones d into the buffer on the first step, without
 			// dampening.
-			b := step
-			if !first {
-				b = mom*bs[i] + keep*step
+			for i, w := range ws {
+				step := gs[i] + decay*w
+				bs[i] = step
+				ws[i] = w - lr*(step+mom*step)
 			}
-			bs[i] = b
-			if nesterov {
-				step += mom * b
-			} else {
-				step = b
+		case first:
+			for i, w := range ws {
+				step := gs[i] + decay*w
+				bs[i] = step
+				ws[i] = w - lr*step
 			}
-			ws[i] -= lr * step
+		case p.Nesterov:
+			for i, w := range ws {
+				step := gs[i] + decay*w
+				b := mom*bs[i] + keep*step
+				bs[i] = b
+				ws[i] = w - lr*(step+mom*b)
+			}
+		default:
+			for i, w := range ws {
+				step := gs[i] + decay*w
+				b := mom*bs[i] + keep*step
+				bs[i] = b
+				ws[i] = w - lr*b
+			}
 		}
 	})
 }

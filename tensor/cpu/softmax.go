@@ -7,6 +7,10 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
+// softmaxKeep is the most classes whose exponentials a softmax row keeps
+// on its thread's stack (8 KB), enough for ImageNet's 1000.
+const softmaxKeep = 1024
+
 // SoftmaxCrossEntropy returns scale·Σ_i −log softmax(logits_i)[labels_i]
 // over the rows of logits [N, classes] and, unless dlogits is nil, sets
 // dlogits = scale·(softmax − onehot(labels)).
@@ -41,24 +45,43 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 	// threads the device has.
 	losses := make([]float64, n)
 	d.pool.parallel(n, max(1, elementGrain/classes), func(lo, hi int) {
+		// A row of up to softmaxKeep classes keeps its float64
+		// exponentials here, so that the gradient reuses them instead of
+		// calling exp again; each gradient is still rounded once, from
+		// float64. Longer rows recompute them.
+		var keep [softmaxKeep]float64
 		for i := lo; i < hi; i++ {
 			row := x[i*classes : (i+1)*classes]
 			m := float64(row[0])
 			for _, v := range row[1:] {
 				m = max(m, float64(v))
 			}
+			var e []float64
+			if classes <= softmaxKeep {
+				e = keep[:classes]
+			}
 			sum := 0.0
-			for _, v := range row {
-				sum += math.Exp(float64(v) - m)
+			for j, v := range row {
+				ej := math.Exp(float64(v) - m)
+				if e != nil {
+					e[j] = ej
+				}
+				sum += ej
 			}
 			label := int(labels[i])
 			losses[i] = s * (math.Log(sum) - (float64(row[label]) - m))
 			if dx == nil {
 				continue
 			}
-			// Recomputing the exponentials costs as much as the first
-			// pass but rounds each gradient once, from float64.
 			out := dx[i*classes : (i+1)*classes]
+			if e != nil {
+				out = out[:len(e)]
+				for j, ej := range e {
+					out[j] = float32(s * ej / sum)
+				}
+				out[label] = float32(s * (e[label]/sum - 1))
+				continue
+			}
 			for j, v := range row {
 				out[j] = float32(s * math.Exp(float64(v)-m) / sum)
 			}

@@ -212,6 +212,156 @@ func benchmarkParallelDispatch(b *testing.B, threads int) {
 	}
 }
 
+// BenchmarkParallelEmpty times a call whose ranges do nothing on a pool
+// of two threads: the hand-off to the worker and back, all that a call
+// costs beyond its work when calls follow each other closely.
+func BenchmarkParallelEmpty(b *testing.B) {
+	p := newPool(2)
+	defer p.close()
+	body := func(lo, hi int) {}
+	for b.Loop() {
+		p.parallel(2, 1, body)
+	}
+}
+
+// The gap benchmarks keep the caller busy for a while between empty calls,
+// as a model's serial code does between kernels; gap-ns/op is the time per
+// call beyond that gap. A gap longer than the pool's polling window finds
+// the worker parked, so it shows what a wake-up costs.
+func BenchmarkParallelAfterGap5us(b *testing.B)   { benchmarkParallelAfterGap(b, 5*time.Microsecond) }
+func BenchmarkParallelAfterGap100us(b *testing.B) { benchmarkParallelAfterGap(b, 100*time.Microsecond) }
+
+func benchmarkParallelAfterGap(b *testing.B, gap time.Duration) {
+	p := newPool(2)
+	defer p.close()
+	body := func(lo, hi int) {}
+	for b.Loop() {
+		// Busy rather than asleep: a sleeping caller would add its own
+		// wake-up to what is measured.
+		for start := time.Now(); time.Since(start) < gap; {
+		}
+		p.parallel(2, 1, body)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)-float64(gap.Nanoseconds()), "gap-ns/op")
+}
+
+// TestParallelAfterIdle checks calls that find the workers still polling,
+// just parked or long asleep, and a caller that parks because the
+// workers' ranges outlast its polling window: every call covers its loop
+// once and returns.
+func TestParallelAfterIdle(t *testing.T) {
+	p := newPool(3)
+	defer p.close()
+	for _, idle := range []time.Duration{0, spinWindow / 2, spinWindow, 2 * spinWindow, time.Millisecond} {
+		for _, work := range []time.Duration{0, 4 * spinWindow} {
+			for rep := 0; rep < 20; rep++ {
+				time.Sleep(idle)
+				var visits [3]atomic.Int32
+				p.parallel(3, 1, func(lo, hi int) {
+					if lo != 2 { // the workers' ranges, not the caller's
+						time.Sleep(work)
+					}
+					for i := lo; i < hi; i++ {
+						visits[i].Add(1)
+					}
+				})
+				for i := range visits {
+					if v := visits[i].Load(); v != 1 {
+						t.Fatalf("idle %v, work %v: index %d visited %d times, want once", idle, work, i, v)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPoolParksWhenIdle checks that an idle pool's workers stop polling and
+// park, so that an idle device burns no CPU.
+func TestPoolParksWhenIdle(t *testing.T) {
+	p := newPool(4)
+	defer p.close()
+	p.parallel(4, 1, func(lo, hi int) {})
+	deadline := time.Now().Add(10 * time.Second)
+	for i := range p.slots {
+		for !p.slots[i].sleeping.Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %d still polling long after its polling window of %v", i, spinWindow)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Parked workers wake for the next call.
+	spans, visits := record(p, 8, 1)
+	if len(spans) != 4 {
+		t.Errorf("after parking: got %d ranges, want 4", len(spans))
+	}
+	for i, v := range visits {
+		if v != 1 {
+			t.Errorf("after parking: index %d visited %d times, want once", i, v)
+		}
+	}
+}
+
+// TestParallelConcurrentCallers checks calls made on one pool from several
+// goroutines at once, and a call nested in a range of another: each covers
+// its own loop exactly once, and none waits for another forever.
+func TestParallelConcurrentCallers(t *testing.T) {
+	p := newPool(3)
+	defer p.close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := 0; rep < 200; rep++ {
+				n := 1 + (g*37+rep*11)%300
+				_, visits := record(p, n, 1)
+				for i, v := range visits {
+					if v != 1 {
+						errs <- fmt.Sprintf("caller %d, n=%d: index %d visited %d times, want once", g, n, i, v)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var inner atomic.Int64
+	p.parallel(3, 1, func(lo, hi int) {
+		p.parallel(100, 1, func(lo, hi int) { inner.Add(int64(hi - lo)) })
+	})
+	if got := inner.Load(); got != 300 {
+		t.Errorf("nested calls covered %d items, want 3×100", got)
+	}
+}
+
+// TestParallelOneProcessor checks a pool with more threads than the
+// runtime has processors, where no thread may poll for long without
+// starving the one that has work: every call still covers its loop once
+// and returns.
+func TestParallelOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newPool(3)
+	defer p.close()
+	for rep := 0; rep < 200; rep++ {
+		n := 1 + rep%17
+		spans, visits := record(p, n, 1)
+		for i, v := range visits {
+			if v != 1 {
+				t.Fatalf("n=%d: index %d visited %d times, want once (ranges %v)", n, i, v, spans)
+			}
+		}
+	}
+	if got := spinners.Load(); got != 0 {
+		t.Errorf("%d threads still counted as polling with no call running", got)
+	}
+}
+
 // TestParallelPanicReachesCaller checks that a panic in any range, on a
 // worker thread or the caller's, is raised on the calling goroutine after
 // every range has finished, and that the pool still works afterwards.
