@@ -80,3 +80,25 @@ func BenchmarkClassifierTrainBatch16(b *testing.B) {
 		return Seq(NewLinear(dev, 1024, 512, true, rng), NewReLU(), NewDropout(0.5, 1), NewLinear(dev, 512, 10, true, rng))
 	}, 16, 1024)
 }
+
+// BenchmarkZooTrain times the forward and backward of whole zoo networks
+// at torchvision's widths, on the sizes the CPU kernels are compared with
+// PyTorch at (scripts/step-vs-pytorch.sh): a profile of it
+// (-cpuprofile) shows where a training step's time goes, kernel by
+// kernel.
+func BenchmarkZooTrain(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		image, batch int
+	}{{"resnet50", 64, 32}, {"vgg16bn", 64, 16}, {"inceptionv3", 96, 16}} {
+		b.Run(c.name, func(b *testing.B) {
+			benchmarkTrainStep(b, func(dev tensor.Device, rng *rand.Rand) Layer {
+				m, err := Build(dev, c.name, Config{Classes: 10, Image: c.image}, rng)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return m.Net
+			}, c.batch, 3, c.image, c.image)
+		})
+	}
+}

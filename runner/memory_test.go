@@ -17,9 +17,12 @@ const memK, memM, memB = 4, 8, 32
 
 // coopTransientSlices is the allowance, in slices' worth of the stage's
 // largest block output, for what a forward or backward holds beside the
-// saved activations: the block being computed's output and its gradient
-// and the input gradient in flight.
-const coopTransientSlices = 3
+// saved activations: the block being computed's output and its gradient,
+// and the input gradients in flight — a sent gradient stays the sender's
+// until the receiver has copied it, so how many are held at once depends
+// on how the devices' kernels interleave (measured: up to 4.4 slices'
+// worth on device 2, varying from run to run by one slice).
+const coopTransientSlices = 5
 
 func memConfig(o schedule.Options) Config {
 	return Config{

@@ -14,11 +14,26 @@ import (
 // y [O, P] = w [O, K] · col. A 1×1 convolution with stride 1 and no padding
 // needs no column matrix: the sample x [C, H·W] already is one.
 //
-// Samples are spread over the pool in two ways. While at least T samples
-// remain, each of the T threads takes its own share of samples with its own
-// column buffer and runs serial products: no synchronisation per sample.
-// The last N mod T samples (all of them when N < T, as with batch 1) run one
-// at a time, each product on the whole pool.
+// Deep in a network the images are small (ResNet-50 at 64×64 ends on 2×2,
+// P = 4), and a product per sample would be a few columns wide: the
+// weights would be packed for each sample and the micro-kernel would run
+// on ragged slivers. So g samples are lowered together (convPlan picks g
+// for about convTargetCols columns): their column matrices sit side by
+// side in col [K, g·P] and one product gives y_g [O, g·P], which is then
+// scattered into y [N, O, P] (a 1×1 convolution gathers its inputs into
+// [C, g·P] likewise). The backward passes group the same way: dcol [K,
+// g·P] = wᵀ · dy_g, then col2im per sample; dw += dy_g · colᵀ, a sum g·P
+// deep.
+//
+// Groups are spread over the pool in two ways. When each thread's share of
+// N/T samples makes groups at least convLeastCols wide, each of the T
+// threads takes its own share with its own buffers and runs serial
+// products: no synchronisation per group. The N mod T samples left, or
+// all of them when the batch is too small for that, run group by group,
+// each product on the whole pool. Devices whose products bring their own
+// threads always run the latter. Every buffer, the serial products'
+// packing buffers included, is recycled scratch accounted as Workspace
+// while the kernel runs (ConvWorkspaceElems writes the total out).
 
 // convGeom holds a convolution's sizes.
 type convGeom struct {
@@ -84,80 +99,132 @@ func (d *Device) Conv2DForward(x, w, bias, y *tensor.Tensor, p tensor.Conv2DPara
 	if bias != nil {
 		bd = d.data(op, bias, g.o)
 	}
-	k, pix := g.cols(), g.pixels()
-	var col []float32
-	if !g.direct() {
-		ws := d.workspace(d.convSlots(g.n) * k * pix)
-		defer ws.Release()
-		col = Data(ws)
-	}
-	d.convSamples(g.n, true, func(e convExec, slot, i int) {
-		xs := xd[i*g.c*g.h*g.w : (i+1)*g.c*g.h*g.w]
-		ys := yd[i*g.o*pix : (i+1)*g.o*pix]
+	pl := newConvPlan(ConvForward, g, d.pool.threads, d.ownThreads())
+	buf, release := d.scratch(pl.elems())
+	defer release()
+	k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
+	d.convGroups(&pl, buf, func(e convExec, s convSlot, i0, n int) {
+		cols := n * pix
+		xs := xd[i0*in : (i0+n)*in]
+		ys := yd[i0*g.o*pix : (i0+n)*g.o*pix]
 		src := xs
-		if col != nil {
-			src = col[slot*k*pix : (slot+1)*k*pix]
-			e.loop(k, max(1, elementGrain/pix), func(lo, hi int) { g.im2colRows(xs, src, lo, hi) })
+		if !g.direct() {
+			src = s.cols[:k*cols]
+			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { g.im2col(xs, src, cols, lo, hi) })
+		} else if n > 1 {
+			src = s.cols[:k*cols]
+			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(xs, src, pix, k, n, lo, hi) })
 		}
-		beta := float32(0)
-		if bd != nil {
-			// Seeding y with the bias lets the product add onto it.
-			for o, b := range bd {
-				row := ys[o*pix : (o+1)*pix]
-				for j := range row {
-					row[j] = b
+		if n == 1 {
+			beta := float32(0)
+			if bd != nil {
+				// Seeding y with the bias lets the product add onto it.
+				for o, b := range bd {
+					fillFloats(ys[o*pix:(o+1)*pix], b)
 				}
+				beta = 1
 			}
-			beta = 1
+			e.gemm(false, false, g.o, pix, k, 1, wd, k, src, pix, beta, ys, pix)
+			return
 		}
-		e.gemm(false, false, g.o, pix, k, 1, wd, k, src, pix, beta, ys, pix)
+		out := s.outs[:g.o*cols]
+		e.gemm(false, false, g.o, cols, k, 1, wd, k, src, cols, 0, out, cols)
+		e.loop(n*g.o, max(1, elementGrain/pix), func(lo, hi int) { scatterCols(out, ys, bd, pix, g.o, n, lo, hi) })
 	})
 }
 
-// convSlots is how many per-thread buffers convSamples needs for n
-// samples: one per thread when threads take samples of their own, else
-// one.
-func (d *Device) convSlots(n int) int {
-	if d.pool.threads > 1 && n >= d.pool.threads {
-		return d.pool.threads
+// gatherStrided sets out[t] = in[t·stride]. Stride 2 (ResNet's stem and
+// downsampling convolutions) runs four elements per step with one bounds
+// check: the stem's im2col took about a quarter less time than with an
+// element-wise loop.
+func gatherStrided(out, in []float32, stride int) {
+	t := 0
+	if stride == 2 {
+		for ; t+4 <= len(out); t += 4 {
+			o := (*[4]float32)(out[t:])
+			i := (*[7]float32)(in[2*t:])
+			o[0], o[1], o[2], o[3] = i[0], i[2], i[4], i[6]
+		}
 	}
-	return 1
+	for ; t < len(out); t++ {
+		out[t] = in[t*stride]
+	}
 }
 
-// convSamples calls fn(e, slot, i) for every sample i < n, fn using the
-// buffers of slot and running its loops and products through e. With
-// perThread, as many samples as divide evenly run T at a time, one per
-// thread and slot, each thread on its own consecutive samples; the rest,
-// or all without perThread, run one by one in slot 0 on the whole pool.
-func (d *Device) convSamples(n int, perThread bool, fn func(e convExec, slot, i int)) {
+// fillFloats sets every element of s to v, doubling a filled prefix with
+// copy (memmove's wide stores) rather than storing one element at a time.
+func fillFloats(s []float32, v float32) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for n := 1; n < len(s); n *= 2 {
+		copy(s[n:], s[:n])
+	}
+}
+
+// convSlot is the buffers one thread (or the whole pool) lowers its
+// groups in; first marks a thread's first group.
+type convSlot struct {
+	index      int
+	first      bool
+	cols, outs []float32
+}
+
+// convGroups runs pl with buf (pl.elems() elements) as its scratch: it
+// calls fn(e, s, i0, n) for every group of samples [i0, i0+n), fn using
+// the buffers of s and running its loops and products through e, in the
+// order of pl.runs(). In per-thread mode thread t takes samples [t·per,
+// (t+1)·per) in slot t; the rest run in slot 0 on the whole pool.
+func (d *Device) convGroups(pl *convPlan, buf []float32, fn func(e convExec, s convSlot, i0, n int)) {
+	slotLen := pl.cols + pl.outs + pl.pack
+	slot := func(t int) (convSlot, []float32) {
+		b := buf[t*slotLen : (t+1)*slotLen]
+		return convSlot{index: t, cols: b[:pl.cols], outs: b[pl.cols : pl.cols+pl.outs]}, b[pl.cols+pl.outs:]
+	}
 	start := 0
-	if t := d.convSlots(n); perThread && t > 1 {
-		per := n / t
-		d.pool.parallel(t, 1, func(lo, hi int) {
-			for s := lo; s < hi; s++ {
-				for i := s * per; i < (s+1)*per; i++ {
-					fn(convExec{}, s, i)
+	if pl.perThread {
+		per := pl.g.n / pl.threads
+		d.pool.parallel(pl.threads, 1, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				s, pack := slot(t)
+				e := convExec{serial: d, pack: pack}
+				for i := t * per; i < (t+1)*per; i += pl.group {
+					s.first = i == t*per
+					fn(e, s, i, min(pl.group, (t+1)*per-i))
 				}
 			}
 		})
-		start = t * per
+		start = pl.threads * per
 	}
-	for i := start; i < n; i++ {
-		fn(convExec{d: d}, 0, i)
+	s, _ := slot(0)
+	for i := start; i < pl.g.n; i += pl.group {
+		fn(convExec{d: d}, s, i, min(pl.group, pl.g.n-i))
 	}
 }
 
-// convExec runs one sample's loops and products: on the device's whole
+// convExec runs one group's loops and products: on the device's whole
 // pool when d is set, else on the calling thread (which is then one of the
-// pool's, so it must not use the pool again).
-type convExec struct{ d *Device }
+// pool's, so it must not use the pool again) with pack as the products'
+// packing buffers.
+type convExec struct {
+	d, serial *Device
+	pack      []float32
+}
+
+// convGemmHook, when set (by tests), sees the shape of every product a
+// convolution runs.
+var convGemmHook func(GemmShape)
 
 func (e convExec) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if convGemmHook != nil {
+		convGemmHook(GemmShape{M: m, N: n, K: k, TransA: transA, TransB: transB, Count: 1})
+	}
 	if e.d != nil {
 		e.d.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	sgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	e.serial.sgemmSerial(e.pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 func (e convExec) loop(n, grain int, fn func(lo, hi int)) {
@@ -166,6 +233,109 @@ func (e convExec) loop(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	fn(0, n)
+}
+
+// gatherCols copies items [lo, hi) of n samples' matrices src [n, rows,
+// pix] into dst [rows, n·pix], sample s into columns [s·pix, (s+1)·pix):
+// item s·rows + r is row r of sample s.
+func gatherCols(src, dst []float32, pix, rows, n, lo, hi int) {
+	ld := n * pix
+	for it := lo; it < hi; it++ {
+		s, r := it/rows, it%rows
+		copy(dst[r*ld+s*pix:r*ld+(s+1)*pix], src[it*pix:(it+1)*pix])
+	}
+}
+
+// scatterCols is gatherCols' inverse, adding bias[r] to row r unless bias
+// is nil: items [lo, hi) of src [rows, n·pix] go to dst [n, rows, pix].
+func scatterCols(src, dst, bias []float32, pix, rows, n, lo, hi int) {
+	ld := n * pix
+	for it := lo; it < hi; it++ {
+		s, r := it/rows, it%rows
+		in, out := src[r*ld+s*pix:r*ld+(s+1)*pix], dst[it*pix:(it+1)*pix]
+		if bias == nil {
+			copy(out, in)
+			continue
+		}
+		b := bias[r]
+		for j, v := range in {
+			out[j] = v + b
+		}
+	}
+}
+
+// im2col fills items [lo, hi) of the column matrix col [K, ld] of
+// consecutive samples x [·, C, H, W], sample s in columns [s·P, (s+1)·P):
+// item s·K + r is row r of sample s.
+func (g *convGeom) im2col(x, col []float32, ld, lo, hi int) {
+	k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
+	var taps [convTapsMax]int32
+	tbl := g.tapTable(taps[:])
+	for it := lo; it < hi; {
+		s := it / k
+		end := min(hi, (s+1)*k)
+		if tbl != nil {
+			g.im2colTaps(tbl, x[s*in:(s+1)*in], col[s*pix:], ld, it-s*k, end-s*k)
+		} else {
+			g.im2colRows(x[s*in:(s+1)*in], col[s*pix:], ld, it-s*k, end-s*k)
+		}
+		it = end
+	}
+}
+
+// convTapsMax bounds the entries of a tap table (16 KiB, on the stack).
+const convTapsMax = 4096
+
+// tapTable returns, for narrow images, a table of buf's whose entry t·P +
+// p, for kernel tap t = i·KW + j and output pixel p = oy·OW + ox, is the
+// offset (oy·SH − PH + i)·W + ox·SW − PW + j in the input plane that the
+// tap reads there, or −1 where that lies in the padding; nil for images
+// whose rows are wide enough to copy (or for tables that would not fit).
+// Narrow rows (ResNet's and VGG's last stages, 2 to 8 pixels) make the
+// per-row work of im2colRows and col2imChannels dominate; the table lets
+// every row of every channel run as one flat loop.
+func (g *convGeom) tapTable(buf []int32) []int32 {
+	taps, pix := g.kh*g.kw, g.pixels()
+	if g.ow >= convTapsMinWidth || taps*pix > len(buf) {
+		return nil
+	}
+	tbl := buf[:taps*pix]
+	for t := 0; t < taps; t++ {
+		i, j := t/g.kw, t%g.kw
+		for oy := 0; oy < g.oh; oy++ {
+			iy := oy*g.p.StrideH - g.p.PadH + i
+			for ox := 0; ox < g.ow; ox++ {
+				ix := ox*g.p.StrideW - g.p.PadW + j
+				v := int32(-1)
+				if iy >= 0 && iy < g.h && ix >= 0 && ix < g.w {
+					v = int32(iy*g.w + ix)
+				}
+				tbl[t*pix+oy*g.ow+ox] = v
+			}
+		}
+	}
+	return tbl
+}
+
+// convTapsMinWidth is the output width from which rows are copied rather
+// than gathered through a tap table.
+const convTapsMinWidth = 16
+
+// im2colTaps is im2colRows through the tap table tbl.
+func (g *convGeom) im2colTaps(tbl []int32, x, col []float32, ld, lo, hi int) {
+	taps, pix, plane := g.kh*g.kw, g.pixels(), g.h*g.w
+	for r := lo; r < hi; r++ {
+		c, t := r/taps, r%taps
+		xc := x[c*plane : (c+1)*plane]
+		dst := col[r*ld : r*ld+pix]
+		for p, off := range tbl[t*pix : (t+1)*pix] {
+			v := float32(0)
+			if off >= 0 {
+				v = xc[off]
+			}
+			dst[p] = v
+		}
+	}
 }
 
 // convValid returns the outputs [o0, o1) along one axis whose input index
@@ -181,15 +351,16 @@ func convValid(size, out, stride, pad, tap int) (o0, o1 int) {
 }
 
 // im2colRows fills rows [lo, hi) of one sample's column matrix col [K, P]
-// from x [C, H, W]: row (c·KH + i)·KW + j holds x[c, oy·SH − PH + i, ox·SW −
-// PW + j] in column oy·OW + ox, and 0 where that lies in the padding.
-func (g *convGeom) im2colRows(x, col []float32, lo, hi int) {
+// (rows ld elements apart) from x [C, H, W]: row (c·KH + i)·KW + j holds
+// x[c, oy·SH − PH + i, ox·SW − PW + j] in column oy·OW + ox, and 0 where
+// that lies in the padding.
+func (g *convGeom) im2colRows(x, col []float32, ld, lo, hi int) {
 	sh, sw, ph, pw := g.p.StrideH, g.p.StrideW, g.p.PadH, g.p.PadW
 	pix, plane := g.pixels(), g.h*g.w
 	for r := lo; r < hi; r++ {
 		c, i, j := r/(g.kh*g.kw), r/g.kw%g.kh, r%g.kw
 		xc := x[c*plane : (c+1)*plane]
-		dst := col[r*pix : (r+1)*pix]
+		dst := col[r*ld : r*ld+pix]
 		oy0, oy1 := convValid(g.h, g.oh, sh, ph, i)
 		ox0, ox1 := convValid(g.w, g.ow, sw, pw, j)
 		clear(dst[:oy0*g.ow])
@@ -207,9 +378,7 @@ func (g *convGeom) im2colRows(x, col []float32, lo, hi int) {
 				copy(out[ox0:ox1], src[ix0:ix0+ox1-ox0])
 				continue
 			}
-			for ox, ix := ox0, ix0; ox < ox1; ox, ix = ox+1, ix+sw {
-				out[ox] = src[ix]
-			}
+			gatherStrided(out[ox0:ox1], src[ix0:ix0+(ox1-ox0-1)*sw+1], sw)
 		}
 	}
 }

@@ -5,31 +5,38 @@ import (
 )
 
 // Conv2DBackwardData sets dx, the gradient of conv2d with respect to x,
-// from dy: per sample, dcol [K, P] = wᵀ·dy, which col2im adds back onto
-// the input positions each column entry came from.
+// from dy: per group of samples, dcol [K, g·P] = wᵀ·dy_g, which col2im adds
+// back onto the input positions each column entry came from.
 func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DParams) {
 	const op = "conv2d backward data"
 	g := convCheck(op, dx, w, dy, p)
 	dyd := d.data(op, dy, dy.Len())
 	wd := d.data(op, w, w.Len())
 	dxd := d.data(op, dx, dx.Len())
+	pl := newConvPlan(ConvBackwardData, g, d.pool.threads, d.ownThreads())
+	buf, release := d.scratch(pl.elems())
+	defer release()
 	k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
-	var dcol []float32
-	if !g.direct() {
-		ws := d.workspace(d.convSlots(g.n) * k * pix)
-		defer ws.Release()
-		dcol = Data(ws)
-	}
-	d.convSamples(g.n, true, func(e convExec, slot, i int) {
-		dys := dyd[i*g.o*pix : (i+1)*g.o*pix]
-		dxs := dxd[i*in : (i+1)*in]
-		if dcol == nil {
-			e.gemm(true, false, g.c, pix, g.o, 1, wd, k, dys, pix, 0, dxs, pix)
+	d.convGroups(&pl, buf, func(e convExec, s convSlot, i0, n int) {
+		cols := n * pix
+		dys := dyd[i0*g.o*pix : (i0+n)*g.o*pix]
+		dxs := dxd[i0*in : (i0+n)*in]
+		src := dys
+		if n > 1 {
+			src = s.outs[:g.o*cols]
+			e.loop(n*g.o, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(dys, src, pix, g.o, n, lo, hi) })
+		}
+		if g.direct() && n == 1 {
+			e.gemm(true, false, g.c, pix, g.o, 1, wd, k, src, pix, 0, dxs, pix)
 			return
 		}
-		buf := dcol[slot*k*pix : (slot+1)*k*pix]
-		e.gemm(true, false, k, pix, g.o, 1, wd, k, dys, pix, 0, buf, pix)
-		e.loop(g.c, max(1, elementGrain/(g.kh*g.kw*pix)), func(lo, hi int) { g.col2imChannels(buf, dxs, lo, hi) })
+		dcol := s.cols[:k*cols]
+		e.gemm(true, false, k, cols, g.o, 1, wd, k, src, cols, 0, dcol, cols)
+		if g.direct() {
+			e.loop(n*g.c, max(1, elementGrain/pix), func(lo, hi int) { scatterCols(dcol, dxs, nil, pix, g.c, n, lo, hi) })
+			return
+		}
+		e.loop(n*g.c, max(1, elementGrain/(g.kh*g.kw*pix)), func(lo, hi int) { g.col2im(dcol, cols, dxs, lo, hi) })
 	})
 }
 
@@ -37,11 +44,12 @@ func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DPar
 // conv2d with respect to w, and, unless dbias is nil, dbias += the sums of
 // dy per output channel.
 //
-// The sum over samples must not race. Where a per-thread copy of dw is no
-// larger than a column buffer (O ≤ P, the early, large-image layers), each
-// thread sums its own samples into its own copy and the copies are added
-// at the end; otherwise (deep layers with small images and many channels)
-// samples run one by one and each product is spread over tiles of dw.
+// The sum over samples must not race. When the threads take samples of
+// their own (see conv.go), the first adds its groups onto dw and each
+// other one sums its groups into its own copy, added onto dw at the end;
+// the plan does so only where a copy is no larger than a column buffer
+// (O ≤ g·P). Otherwise groups run one by one and each product is spread
+// over tiles of dw.
 func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.Conv2DParams) {
 	const op = "conv2d backward filter"
 	g := convCheck(op, x, dw, dy, p)
@@ -49,54 +57,46 @@ func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.
 	xd := d.data(op, x, x.Len())
 	dyd := d.data(op, dy, dy.Len())
 	dwd := d.data(op, dw, dw.Len())
+	pl := newConvPlan(ConvBackwardFilter, g, d.pool.threads, d.ownThreads())
+	buf, release := d.scratch(pl.elems())
+	defer release()
 	k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
+	partLen := g.o * k
+	parts := buf[len(buf)-pl.parts:]
 
-	perThread := g.o <= pix
-	slots := 1
-	if perThread {
-		slots = d.convSlots(g.n)
-	}
-	colLen, partLen := 0, 0
-	if !g.direct() {
-		colLen = k * pix
-	}
-	if slots > 1 {
-		partLen = g.o * k
-	}
-	var col, parts []float32
-	if size := slots * (colLen + partLen); size > 0 {
-		ws := d.workspace(size)
-		defer ws.Release()
-		all := Data(ws)
-		col, parts = all[:slots*colLen], all[slots*colLen:]
-	}
-
-	// Per-thread copies start from zero (workspace is zeroed); products on
-	// the whole pool add straight onto dw.
-	d.convSamples(g.n, perThread, func(e convExec, slot, i int) {
-		xs := xd[i*in : (i+1)*in]
-		dys := dyd[i*g.o*pix : (i+1)*g.o*pix]
-		src := xs
-		if colLen > 0 {
-			src = col[slot*colLen : (slot+1)*colLen]
-			e.loop(k, max(1, elementGrain/pix), func(lo, hi int) { g.im2colRows(xs, src, lo, hi) })
+	d.convGroups(&pl, buf, func(e convExec, s convSlot, i0, n int) {
+		cols := n * pix
+		xs := xd[i0*in : (i0+n)*in]
+		dys := dyd[i0*g.o*pix : (i0+n)*g.o*pix]
+		src, dsrc := xs, dys
+		if !g.direct() {
+			src = s.cols[:k*cols]
+			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { g.im2col(xs, src, cols, lo, hi) })
+		} else if n > 1 {
+			src = s.cols[:k*cols]
+			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(xs, src, pix, k, n, lo, hi) })
 		}
-		acc := dwd
-		if e.d == nil && partLen > 0 {
-			acc = parts[slot*partLen : (slot+1)*partLen]
+		if n > 1 {
+			dsrc = s.outs[:g.o*cols]
+			e.loop(n*g.o, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(dys, dsrc, pix, g.o, n, lo, hi) })
 		}
-		e.gemm(false, true, g.o, k, pix, 1, dys, pix, src, pix, 1, acc, k)
+		acc, beta := dwd, float32(1)
+		if e.d == nil && s.index > 0 {
+			// A thread's own copy: its first product sets it.
+			acc = parts[(s.index-1)*partLen : s.index*partLen]
+			if s.first {
+				beta = 0
+			}
+		}
+		e.gemm(false, true, g.o, k, cols, 1, dsrc, cols, src, cols, beta, acc, k)
 	})
-	if partLen > 0 {
+	if pl.parts > 0 {
 		d.pool.parallel(partLen, elementGrain, func(lo, hi int) {
-			sum := parts[lo:hi]
-			for s := 1; s < slots; s++ {
-				for j, v := range parts[s*partLen+lo : s*partLen+hi] {
+			sum := dwd[lo:hi]
+			for t := 0; t < pl.parts/partLen; t++ {
+				for j, v := range parts[t*partLen+lo : t*partLen+hi] {
 					sum[j] += v
 				}
-			}
-			for j, v := range sum {
-				dwd[lo+j] += v
 			}
 		})
 	}
@@ -117,12 +117,50 @@ func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.
 	}
 }
 
+// col2im sets items [lo, hi) of the input gradient dx [·, C, H, W] of
+// consecutive samples from their column gradient dcol [K, ld], sample s in
+// columns [s·P, (s+1)·P): item s·C + c is channel c of sample s.
+func (g *convGeom) col2im(dcol []float32, ld int, dx []float32, lo, hi int) {
+	pix, in := g.pixels(), g.c*g.h*g.w
+	var taps [convTapsMax]int32
+	tbl := g.tapTable(taps[:])
+	for it := lo; it < hi; {
+		s := it / g.c
+		end := min(hi, (s+1)*g.c)
+		if tbl != nil {
+			g.col2imTaps(tbl, dcol[s*pix:], ld, dx[s*in:(s+1)*in], it-s*g.c, end-s*g.c)
+		} else {
+			g.col2imChannels(dcol[s*pix:], ld, dx[s*in:(s+1)*in], it-s*g.c, end-s*g.c)
+		}
+		it = end
+	}
+}
+
+// col2imTaps is col2imChannels through the tap table tbl (see tapTable).
+func (g *convGeom) col2imTaps(tbl []int32, dcol []float32, ld int, dx []float32, lo, hi int) {
+	taps, pix, plane := g.kh*g.kw, g.pixels(), g.h*g.w
+	for c := lo; c < hi; c++ {
+		dxc := dx[c*plane : (c+1)*plane]
+		clear(dxc)
+		for t := 0; t < taps; t++ {
+			r := c*taps + t
+			src := dcol[r*ld : r*ld+pix]
+			for p, off := range tbl[t*pix : (t+1)*pix] {
+				if off >= 0 {
+					dxc[off] += src[p]
+				}
+			}
+		}
+	}
+}
+
 // col2imChannels sets channels [lo, hi) of one sample's input gradient dx
-// [C, H, W] from its column gradient dcol [K, P]: each entry of row (c·KH +
+// [C, H, W] from its column gradient dcol [K, P] (rows ld elements apart):
+// each entry of row (c·KH +
 // i)·KW + j, column oy·OW + ox, adds onto dx[c, oy·SH − PH + i, ox·SW − PW +
 // j] unless that lies in the padding. A channel's rows write only to that
 // channel, so channel ranges can run in parallel.
-func (g *convGeom) col2imChannels(dcol, dx []float32, lo, hi int) {
+func (g *convGeom) col2imChannels(dcol []float32, ld int, dx []float32, lo, hi int) {
 	sh, sw, ph, pw := g.p.StrideH, g.p.StrideW, g.p.PadH, g.p.PadW
 	pix, plane := g.pixels(), g.h*g.w
 	for c := lo; c < hi; c++ {
@@ -136,7 +174,7 @@ func (g *convGeom) col2imChannels(dcol, dx []float32, lo, hi int) {
 					continue
 				}
 				r := (c*g.kh+i)*g.kw + j
-				src := dcol[r*pix : (r+1)*pix]
+				src := dcol[r*ld : r*ld+pix]
 				ix0 := ox0*sw - pw + j
 				for oy := oy0; oy < oy1; oy++ {
 					in := src[oy*g.ow+ox0 : oy*g.ow+ox1]

@@ -6,36 +6,44 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// ResNet-50's layer1 3×3 convolution (64 → 64 channels on 56×56).
-func BenchmarkConv2DForward3x3C64H56N4(b *testing.B) {
-	benchConv(b, "forward", 4, 64, 56, 64, 3, 3, 1, 1, 1, 1)
-}
-func BenchmarkConv2DBackwardData3x3C64H56N4(b *testing.B) {
-	benchConv(b, "data", 4, 64, 56, 64, 3, 3, 1, 1, 1, 1)
-}
-func BenchmarkConv2DBackwardFilter3x3C64H56N4(b *testing.B) {
-	benchConv(b, "filter", 4, 64, 56, 64, 3, 3, 1, 1, 1, 1)
+// convBench is one convolution layer timed in all three passes.
+type convBench struct {
+	name                   string
+	n, c, h, o             int // batch, input channels, square input size, output channels
+	kh, kw, sh, sw, ph, pw int
 }
 
-// The same layer on one sample, where threads share each product.
-func BenchmarkConv2DForward3x3C64H56N1(b *testing.B) {
-	benchConv(b, "forward", 1, 64, 56, 64, 3, 3, 1, 1, 1, 1)
+// convBenches are representative layers of the zoo at the sizes the
+// training comparisons use (ResNet-50 at 64×64 batch 32, VGG-16-BN at
+// 64×64 batch 16), where the images deep in the network are a few pixels
+// wide, and a few at full size (224×224) for contrast.
+var convBenches = []convBench{
+	// ResNet-50, 64×64, batch 32.
+	{"resnet50/64px/b32/conv1-7x7s2", 32, 3, 64, 64, 7, 7, 2, 2, 3, 3},
+	{"resnet50/64px/b32/layer1-3x3", 32, 64, 16, 64, 3, 3, 1, 1, 1, 1},
+	{"resnet50/64px/b32/layer3-1x1", 32, 1024, 4, 256, 1, 1, 1, 1, 0, 0},
+	{"resnet50/64px/b32/layer3-down-1x1s2", 32, 512, 8, 1024, 1, 1, 2, 2, 0, 0},
+	{"resnet50/64px/b32/layer4-3x3", 32, 512, 2, 512, 3, 3, 1, 1, 1, 1},
+	// VGG-16-BN, 64×64, batch 16: block 4 (8×8).
+	{"vgg16bn/64px/b16/block4-3x3", 16, 512, 8, 512, 3, 3, 1, 1, 1, 1},
+	// ResNet-50's layer1 3×3 at 224×224 (56×56), batch 4, and on one
+	// sample, where threads share each product.
+	{"resnet50/224px/b4/layer1-3x3", 4, 64, 56, 64, 3, 3, 1, 1, 1, 1},
+	{"resnet50/224px/b1/layer1-3x3", 1, 64, 56, 64, 3, 3, 1, 1, 1, 1},
+	// Inception-v3's 17×17 blocks, 1×7 with padding (0, 3), batch 4.
+	{"inceptionv3/299px/b4/17x17-1x7", 4, 128, 17, 128, 1, 7, 1, 1, 0, 3},
 }
 
-// ResNet-50's layer3 expansion, 1×1 from 256 to 1024 channels on 14×14
-// (no im2col).
-func BenchmarkConv2DForward1x1C256H14N4(b *testing.B) {
-	benchConv(b, "forward", 4, 256, 14, 1024, 1, 1, 1, 1, 0, 0)
-}
-
-// Inception-v3's 17×17 blocks, 1×7 from 128 to 128 channels, padding (0, 3).
-func BenchmarkConv2DForward1x7C128H17N4(b *testing.B) {
-	benchConv(b, "forward", 4, 128, 17, 128, 1, 7, 1, 1, 0, 3)
-}
-
-// ResNet-50's stem, 7×7 stride 2 from 3 to 64 channels on 224×224.
-func BenchmarkConv2DForward7x7C3H224N1(b *testing.B) {
-	benchConv(b, "forward", 1, 3, 224, 64, 7, 7, 2, 2, 3, 3)
+// BenchmarkConv2D times forward, backward data and backward filter of each
+// layer of convBenches.
+func BenchmarkConv2D(b *testing.B) {
+	for _, cb := range convBenches {
+		for _, kernel := range []string{"forward", "data", "filter"} {
+			b.Run(cb.name+"/"+kernel, func(b *testing.B) {
+				benchConv(b, kernel, cb.n, cb.c, cb.h, cb.o, cb.kh, cb.kw, cb.sh, cb.sw, cb.ph, cb.pw)
+			})
+		}
+	}
 }
 
 // benchConv times one convolution kernel (forward, data or filter) on n

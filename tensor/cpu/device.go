@@ -24,7 +24,17 @@ type Device struct {
 	name string
 	pool *pool
 	mem  tensor.MemCounter
+	// extGemm, when set, computes every product of the device instead of
+	// the backend's own GEMM (the openblas build's backend). It runs its
+	// own threads: kernels must then not call products from the pool's
+	// threads (see ownThreads).
+	extGemm func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 }
+
+// ownThreads reports that the device's products bring their own threads,
+// so kernels hand whole products to sgemm rather than running serial ones
+// on each pool thread.
+func (d *Device) ownThreads() bool { return d.extGemm != nil }
 
 var _ tensor.Device = (*Device)(nil)
 

@@ -2,42 +2,75 @@ package cpu
 
 import (
 	"fmt"
-
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
+	"sync"
 
 	"github.com/pipecast/pipecast/tensor"
 )
 
 // Every matrix product of the backend (Gemm, linear, convolution) goes
-// through sgemm or sgemmSerial below, and they reach the arithmetic only
-// through gemmTile: a faster micro-kernel replaces gemmTile alone.
+// through sgemm or sgemmSerial below. They follow the layered scheme of
+// Goto and van de Geijn ("Anatomy of High-Performance Matrix
+// Multiplication", 2008) as BLIS writes it: C is updated a KC-deep slice
+// of the inner dimension at a time; each slice of op(B), gemmNC columns
+// wide, is packed into slivers of NR columns laid out step by step, each
+// gemmMC-row block of op(A) into slivers of MR rows (alpha folded in),
+// and a register-blocked micro-kernel (gemm_amd64.s, or gemmKernelGo)
+// multiplies one MR-row sliver by one NR-column sliver into an MR×NR
+// block of C. Packing makes every load of the micro-kernel contiguous,
+// whatever the transposes, and keeps an NR sliver of B (32 KiB at most)
+// in L1 while the A slivers stream from L2.
 //
-// gonum's Sgemm spawns runtime.GOMAXPROCS goroutines once C spans four or
-// more 64×64 blocks, which would break the device's bound of T threads. So C
-// is cut into tiles of at most gemmTileRows × gemmTileCols (one block high,
-// three wide: below that threshold) and gonum is called once per tile, where
-// it stays on the calling goroutine; the tiles are spread over the pool.
+// sgemm cuts C into one region per thread (along the dimension that
+// packs less) and runs the scheme on each region with its own packing
+// buffers: one hand-off to the pool per product, no synchronisation
+// inside it.
 const (
-	gemmTileRows = 64
-	gemmTileCols = 192
-	// gemmMinTileCols keeps tiles wide enough for the vector loops when
-	// narrow ones are cut to give every thread work.
-	gemmMinTileCols = 32
-	// gemmDepth is the slice of the inner dimension multiplied per gonum
-	// call, so that a 64×256 panel of A and a 256×192 panel of B (64 KiB
-	// and 192 KiB) stay in cache while a tile of C is updated.
-	gemmDepth = 256
+	gemmKC = 256
+	gemmMC = 144  // a multiple of every kernel's MR
+	gemmNC = 1024 // a multiple of every kernel's NR
+	// gemmMRMax and gemmNRMax bound every kernel's block; the packing
+	// buffers are sized with them so that their size does not depend on
+	// the CPU the process runs on.
+	gemmMRMax = 12
+	gemmNRMax = 32
 	// gemmMinParallelMACs is the fewest multiply-adds worth handing to
 	// another thread: about 20 µs of work, several times the cost of
 	// waking a worker.
-	gemmMinParallelMACs = 1 << 15
-	// gemmTilesPerThread is how many tiles each thread should get, when
-	// C is large enough, so that uneven tiles still balance.
-	gemmTilesPerThread = 4
+	gemmMinParallelMACs = 1 << 16
 )
 
-var gemmBLAS gonum.Implementation
+// gemmKernel is a micro-kernel: fn sets (acc false) or adds to (acc true)
+// the mr×nr block of C at c, rows ldc elements apart, the product of kc
+// steps of a packed A sliver (mr values per step) and of a packed B
+// sliver (nr values per step).
+type gemmKernel struct {
+	name   string
+	mr, nr int
+	fn     func(kc int, a, b, c []float32, ldc int, acc bool)
+	// partial, when set, returns for a ragged sliver of mb < mr rows a
+	// kernel over its first rows ≥ mb rows only (same packed layout).
+	partial func(mb int) (rows int, fn func(kc int, a, b, c []float32, ldc int, acc bool))
+	// packA and packB, when set, replace the portable packing loops
+	// (same arguments and layout as packA and packB).
+	packA func(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32)
+	packB func(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int)
+}
+
+// kernel is the micro-kernel of this process, chosen once from the CPU's
+// features (gemm_amd64.go) or the portable one.
+var kernel = selectKernel()
+
+// GemmShape is one matrix product's sizes: op(A) is M×K, op(B) K×N;
+// Count is how many times a kernel runs it.
+type GemmShape struct {
+	M, N, K        int
+	TransA, TransB bool
+	Count          int
+}
+
+// GemmKernel names the micro-kernel the backend's products use on this
+// machine: "avx512", "avx2" or "go".
+func GemmKernel() string { return kernel.name }
 
 // Gemm sets c = alpha·op(a)·op(b) + beta·c for 2-D tensors. c must not
 // share memory with a or b. With beta 0, c's previous contents are
@@ -64,6 +97,93 @@ func (d *Device) Gemm(transA, transB bool, alpha float32, a, b *tensor.Tensor, b
 	d.sgemm(transA, transB, m, n, k, alpha, da, a.Dim(1), db, b.Dim(1), beta, dc, n)
 }
 
+// GemmWorkspaceElems returns the float32 elements of scratch (Workspace)
+// memory the CPU backend holds while it computes one m×n×k product on a
+// device of threads threads: a set of packing buffers per region of C
+// (see gemmRegions). A device without storage (the meta backend) uses it
+// to account the scratch a CPU run holds.
+func GemmWorkspaceElems(m, n, k, threads int) int {
+	if m == 0 || n == 0 {
+		return 0
+	}
+	rt, ct := gemmRegions(m, n, k, threads)
+	return rt * ct * gemmPackElems(m, n, k)
+}
+
+// gemmPackElems is the size of one set of packing buffers for products of
+// at most m×n×k: a gemmMC×gemmKC block of A, a gemmKC×gemmNC panel of B
+// (each cut to the product and rounded up to whole slivers) and one
+// MR×NR block for the edges of C.
+func gemmPackElems(m, n, k int) int {
+	if k == 0 {
+		return 0
+	}
+	kc := min(k, gemmKC)
+	return kc*(roundUp(min(m, gemmMC), gemmMRMax)+roundUp(min(n, gemmNC), gemmNRMax)) + gemmMRMax*gemmNRMax
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// gemmRegions returns how many regions, along rows and along columns, a
+// product is cut into for threads threads: one for products too small to
+// share, else threads regions in the grid whose packing (each region
+// packs its rows of A and its columns of B) moves the least.
+func gemmRegions(m, n, k, threads int) (rt, ct int) {
+	if threads <= 1 || m*n*k < gemmMinParallelMACs*2 {
+		return 1, 1
+	}
+	best := -1
+	for r := 1; r <= threads; r++ {
+		if threads%r != 0 {
+			continue
+		}
+		c := threads / r
+		if (m+r-1)/r < gemmMRMax/2 || (n+c-1)/c < gemmNRMax/2 {
+			continue // regions thinner than half a block waste the kernel
+		}
+		cost := (m+r-1)/r*k + k*((n+c-1)/c)
+		if best < 0 || cost < best {
+			best, rt, ct = cost, r, c
+		}
+	}
+	if best < 0 {
+		return 1, 1
+	}
+	return rt, ct
+}
+
+// gemmSpan returns region i of count along a dimension of size, its
+// starts aligned to align so that only the last region has a ragged edge.
+func gemmSpan(size, count, align, i int) (lo, hi int) {
+	step := roundUp((size+count-1)/count, align)
+	return min(i*step, size), min((i+1)*step, size)
+}
+
+// packs recycles packing buffers between products; the device accounts
+// them as Workspace while a product holds them.
+var packs sync.Pool
+
+// scratch returns n elements of recycled scratch memory, accounted as
+// Workspace on d until release is called. Its contents are undefined.
+func (d *Device) scratch(n int) (buf []float32, release func()) {
+	if n == 0 {
+		return nil, func() {}
+	}
+	var p *[]float32
+	if v, ok := packs.Get().(*[]float32); ok && cap(*v) >= n {
+		p = v
+	} else {
+		s := make([]float32, n)
+		p = &s
+	}
+	bytes := int64(n) * tensor.BytesPerElement
+	d.mem.Alloc(tensor.Workspace, bytes)
+	return (*p)[:n], func() {
+		d.mem.Free(tensor.Workspace, bytes)
+		packs.Put(p)
+	}
+}
+
 // sgemm sets c = alpha·op(a)·op(b) + beta·c on row-major matrices with
 // leading dimensions lda, ldb, ldc, using the device's threads. op(a) is
 // m×k, op(b) k×n. It must not be called from inside d.pool.parallel: use
@@ -72,94 +192,223 @@ func (d *Device) sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	if m == 0 || n == 0 {
 		return
 	}
-	rowTiles, colTiles := gemmTiling(m, n, d.pool.threads)
-	tileMACs := max(min(m, gemmTileRows)*(n/colTiles)*k, 1)
-	grain := (gemmMinParallelMACs + tileMACs - 1) / tileMACs
-	d.pool.parallel(rowTiles*colTiles, grain, func(lo, hi int) {
-		gemmTiles(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, colTiles, lo, hi)
+	if d.extGemm != nil {
+		d.extGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	rt, ct := gemmRegions(m, n, k, d.pool.threads)
+	per := gemmPackElems(m, n, k)
+	pack, release := d.scratch(rt * ct * per)
+	defer release()
+	if rt*ct == 1 {
+		gemmRegion(pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	d.pool.parallel(rt*ct, 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			i0, i1 := gemmSpan(m, rt, kernel.mr, r/ct)
+			j0, j1 := gemmSpan(n, ct, kernel.nr, r%ct)
+			if i0 == i1 || j0 == j1 {
+				continue
+			}
+			ao, bo := i0*lda, j0
+			if transA {
+				ao = i0
+			}
+			if transB {
+				bo = j0 * ldb
+			}
+			as, bs := a[ao:], b[bo:]
+			gemmRegion(pack[r*per:(r+1)*per], transA, transB, i1-i0, j1-j0, k, alpha, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
+		}
 	})
 }
 
 // sgemmSerial is sgemm on the calling goroutine alone, for kernels that
-// already spread independent products over the pool.
-func sgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// already spread independent products over the pool. pack must hold
+// gemmPackElems(m, n, k) elements.
+func (d *Device) sgemmSerial(pack []float32, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
-	rowTiles, colTiles := gemmTiling(m, n, 1)
-	gemmTiles(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, colTiles, 0, rowTiles*colTiles)
-}
-
-// gemmTiling returns how many tiles C is cut into along its rows and its
-// columns: rows in gemmTileRows, columns in equal widths of at most
-// gemmTileCols, narrower (down to gemmMinTileCols) when that is what it
-// takes to give each of the threads gemmTilesPerThread tiles.
-func gemmTiling(m, n, threads int) (rowTiles, colTiles int) {
-	rowTiles = (m + gemmTileRows - 1) / gemmTileRows
-	colTiles = (n + gemmTileCols - 1) / gemmTileCols
-	if want := (gemmTilesPerThread*threads + rowTiles - 1) / rowTiles; threads > 1 && colTiles < want {
-		colTiles = max(colTiles, min(want, n/gemmMinTileCols))
+	if d.extGemm != nil {
+		d.extGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
 	}
-	return rowTiles, colTiles
+	gemmRegion(pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// gemmTiles computes tiles [lo, hi) of C, numbered row-major with colTiles
-// tiles per row of tiles, so that consecutive tiles share rows of A. Column
-// tile j spans columns [j·n/colTiles, (j+1)·n/colTiles): widths differ by
-// at most one.
-func gemmTiles(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, colTiles, lo, hi int) {
-	for t := lo; t < hi; t++ {
-		i0 := (t / colTiles) * gemmTileRows
-		j := t % colTiles
-		gemmTile(transA, transB, i0, min(i0+gemmTileRows, m), j*n/colTiles, (j+1)*n/colTiles, k,
-			alpha, a, lda, b, ldb, beta, c, ldc)
-	}
+// gemmRegion computes c = alpha·op(a)·op(b) + beta·c on the calling
+// goroutine, with pack (gemmPackElems(m, n, k) elements) as its buffers.
+func gemmRegion(pack []float32, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemmRegionWith(kernel, pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// gemmTile computes rows [i0, i1) and columns [j0, j1) of C: it applies
-// beta once, then adds the product one gemmDepth slice of the inner
-// dimension at a time. The tile spans fewer than four 64×64 blocks, so
-// gonum computes it serially.
-func gemmTile(transA, transB bool, i0, i1, j0, j1, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	mt, nt := i1-i0, j1-j0
-	switch beta {
-	case 1:
-	case 0:
-		for i := i0; i < i1; i++ {
-			clear(c[i*ldc+j0 : i*ldc+j1])
-		}
-	default:
-		for i := i0; i < i1; i++ {
-			row := c[i*ldc+j0 : i*ldc+j1]
+// gemmRegionWith is gemmRegion with the micro-kernel kern.
+func gemmRegionWith(kern gemmKernel, pack []float32, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if beta != 0 && beta != 1 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
 			for j := range row {
 				row[j] *= beta
 			}
 		}
+		beta = 1
 	}
-	if alpha == 0 {
+	if k == 0 || alpha == 0 {
+		if beta == 0 {
+			for i := 0; i < m; i++ {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
 		return
 	}
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
+	mr, nr := kern.mr, kern.nr
+	pA, pB := packA, packB
+	if kern.packA != nil {
+		pA = kern.packA
 	}
-	if transB {
-		tB = blas.Trans
+	if kern.packB != nil {
+		pB = kern.packB
 	}
-	cSub := c[i0*ldc+j0:]
-	for l0 := 0; l0 < k; l0 += gemmDepth {
-		kt := min(gemmDepth, k-l0)
-		var aSub, bSub []float32
-		if transA { // a is k×m
-			aSub = a[l0*lda+i0:]
-		} else {
-			aSub = a[i0*lda+l0:]
+	kcMax := min(k, gemmKC)
+	aLen := kcMax * roundUp(min(m, gemmMC), gemmMRMax)
+	bLen := kcMax * roundUp(min(n, gemmNC), gemmNRMax)
+	ap, bp, edge := pack[:aLen], pack[aLen:aLen+bLen], pack[aLen+bLen:aLen+bLen+mr*nr]
+	for jc := 0; jc < n; jc += gemmNC {
+		nc := min(gemmNC, n-jc)
+		for pc := 0; pc < k; pc += gemmKC {
+			kc := min(gemmKC, k-pc)
+			pB(bp, transB, b, ldb, pc, jc, kc, nc, nr)
+			acc := pc > 0 || beta == 1
+			for ic := 0; ic < m; ic += gemmMC {
+				mc := min(gemmMC, m-ic)
+				pA(ap, transA, a, lda, ic, pc, mc, kc, mr, alpha)
+				for jr := 0; jr < nc; jr += nr {
+					nb := min(nr, nc-jr)
+					bs := bp[jr*kc:]
+					for ir := 0; ir < mc; ir += mr {
+						mb := min(mr, mc-ir)
+						as := ap[ir*kc:]
+						cs := c[(ic+ir)*ldc+jc+jr:]
+						rows, fn := mr, kern.fn
+						if mb < mr && kern.partial != nil {
+							rows, fn = kern.partial(mb)
+						}
+						if mb == rows && nb == nr {
+							fn(kc, as, bs, cs, ldc, acc)
+							continue
+						}
+						fn(kc, as, bs, edge, nr, false)
+						for i := 0; i < mb; i++ {
+							dst := cs[i*ldc : i*ldc+nb]
+							src := edge[i*nr : i*nr+nb]
+							if acc {
+								for j, v := range src {
+									dst[j] += v
+								}
+							} else {
+								copy(dst, src)
+							}
+						}
+					}
+				}
+			}
 		}
-		if transB { // b is n×k
-			bSub = b[j0*ldb+l0:]
-		} else {
-			bSub = b[l0*ldb+j0:]
+	}
+}
+
+// packA packs rows [ic, ic+mc) and steps [pc, pc+kc) of alpha·op(a) into
+// slivers of mr rows: sliver s holds at s·mr·kc + p·mr + r the value of
+// row ic + s·mr + r at step pc + p, and zeros past the last row.
+func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32) {
+	for s := 0; s*mr < mc; s++ {
+		sl := dst[s*mr*kc : (s+1)*mr*kc]
+		rows := min(mr, mc-s*mr)
+		i0 := ic + s*mr
+		if transA { // a is k×m: a step is a contiguous run of rows
+			for p := 0; p < kc; p++ {
+				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+rows]
+				out := sl[p*mr : p*mr+mr]
+				for r, v := range src {
+					out[r] = alpha * v
+				}
+				clear(out[rows:])
+			}
+			continue
 		}
-		gemmBLAS.Sgemm(tA, tB, mt, nt, kt, alpha, aSub, lda, bSub, ldb, 1, cSub, ldc)
+		for r := 0; r < rows; r++ {
+			src := a[(i0+r)*lda+pc : (i0+r)*lda+pc+kc]
+			for p, v := range src {
+				sl[p*mr+r] = alpha * v
+			}
+		}
+		for r := rows; r < mr; r++ {
+			for p := 0; p < kc; p++ {
+				sl[p*mr+r] = 0
+			}
+		}
+	}
+}
+
+// packB packs steps [pc, pc+kc) and columns [jc, jc+nc) of op(b) into
+// slivers of nr columns: sliver t holds at t·nr·kc + p·nr + j the value of
+// column jc + t·nr + j at step pc + p, and zeros past the last column.
+func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
+	for t := 0; t*nr < nc; t++ {
+		sl := dst[t*nr*kc : (t+1)*nr*kc]
+		cols := min(nr, nc-t*nr)
+		j0 := jc + t*nr
+		if !transB { // b is k×n: a step is a contiguous run of columns
+			for p := 0; p < kc; p++ {
+				out := sl[p*nr : p*nr+nr]
+				copy(out, b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+cols])
+				clear(out[cols:])
+			}
+			continue
+		}
+		for j := 0; j < cols; j++ {
+			src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
+			for p, v := range src {
+				sl[p*nr+j] = v
+			}
+		}
+		for j := cols; j < nr; j++ {
+			for p := 0; p < kc; p++ {
+				sl[p*nr+j] = 0
+			}
+		}
+	}
+}
+
+// gemmKernelGo is the portable micro-kernel, 4×16, for builds without
+// assembly (the noasm tag, other architectures) and CPUs without AVX2 and
+// FMA.
+var gemmKernelGo = gemmKernel{name: "go", mr: 4, nr: 16, fn: kernelGo}
+
+func kernelGo(kc int, a, b, c []float32, ldc int, acc bool) {
+	const mr, nr = 4, 16
+	var sum [mr][nr]float32
+	a, b = a[:kc*mr], b[:kc*nr]
+	for p := 0; p < kc; p++ {
+		bv := (*[nr]float32)(b[p*nr:])
+		av := (*[mr]float32)(a[p*mr:])
+		for r := 0; r < mr; r++ {
+			x := av[r]
+			row := &sum[r]
+			for j := 0; j < nr; j++ {
+				row[j] += x * bv[j]
+			}
+		}
+	}
+	for r := 0; r < mr; r++ {
+		out := c[r*ldc : r*ldc+nr]
+		if acc {
+			for j, v := range sum[r] {
+				out[j] += v
+			}
+		} else {
+			copy(out, sum[r][:])
+		}
 	}
 }

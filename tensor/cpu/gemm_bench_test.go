@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -63,5 +64,28 @@ func benchTensor(dev *cpu.Device, shape ...int) *tensor.Tensor {
 func reportGFLOPS(b *testing.B, flops float64) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(flops*float64(b.N)/s/1e9, "GFLOP/s")
+	}
+}
+
+func BenchmarkGemm512(b *testing.B)  { benchGemm(b, false, false, 512, 512, 512) }
+func BenchmarkGemm2048(b *testing.B) { benchGemm(b, false, false, 2048, 2048, 2048) }
+
+// BenchmarkGemmSerial times one thread's square products: the
+// micro-kernel's and the packing's own speed, without the pool.
+func BenchmarkGemmSerial(b *testing.B) {
+	dev := cpu.New(tensor.Options{Threads: 1})
+	b.Cleanup(func() { dev.Close() })
+	for _, n := range []int{64, 256, 512, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			x, y := benchTensor(dev, n, n), benchTensor(dev, n, n)
+			c := dev.Alloc(tensor.Activations, n, n)
+			defer x.Release()
+			defer y.Release()
+			defer c.Release()
+			for b.Loop() {
+				dev.Gemm(false, false, 1, x, y, 0, c)
+			}
+			reportGFLOPS(b, 2*float64(n)*float64(n)*float64(n))
+		})
 	}
 }

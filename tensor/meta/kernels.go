@@ -88,21 +88,25 @@ func (d *Device) Gemm(transA, transB bool, alpha float32, a, b *tensor.Tensor, b
 		k = a.Dim(0)
 	}
 	d.macs.Add(int64(c.Len()) * int64(k))
+	d.gemmScratch(c.Dim(0), c.Dim(1), k)
 }
 
 // LinearForward counts N·out·in MACs.
 func (d *Device) LinearForward(x, w, bias, y *tensor.Tensor) {
 	d.macs.Add(int64(y.Len()) * int64(w.Dim(1)))
+	d.gemmScratch(x.Dim(0), w.Dim(0), w.Dim(1))
 }
 
 // LinearBackwardData counts N·out·in MACs.
 func (d *Device) LinearBackwardData(dy, w, dx *tensor.Tensor) {
 	d.macs.Add(int64(dy.Len()) * int64(w.Dim(1)))
+	d.gemmScratch(dy.Dim(0), w.Dim(1), w.Dim(0))
 }
 
 // LinearBackwardParams counts N·out·in MACs.
 func (d *Device) LinearBackwardParams(x, dy, dw, dbias *tensor.Tensor) {
 	d.macs.Add(int64(dy.Len()) * int64(dw.Dim(1)))
+	d.gemmScratch(dw.Dim(0), dw.Dim(1), x.Dim(0))
 }
 
 // Conv2DForward counts N·O·OH·OW·C·KH·KW MACs and accounts the scratch
@@ -126,10 +130,21 @@ func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.
 	d.scratch(cpu.ConvBackwardFilter, x, dw, dy, p)
 }
 
+// gemmScratch accounts, and at once returns, the Workspace bytes the CPU
+// backend's m×n×k product holds (its packing buffers) on d.Threads()
+// threads.
+func (d *Device) gemmScratch(m, n, k int) {
+	if b := int64(cpu.GemmWorkspaceElems(m, n, k, d.threads)) * tensor.BytesPerElement; b > 0 {
+		d.mem.Alloc(tensor.Workspace, b)
+		d.mem.Free(tensor.Workspace, b)
+	}
+}
+
 // scratch accounts, and at once returns, the Workspace bytes the CPU
 // backend's convolution pass holds while it runs on d.Threads() threads:
 // the CPU backend is the one whose runs the meta backend stands in for,
-// and its convolutions are its only kernels that take scratch memory.
+// and its products and convolutions are its only kernels that take
+// scratch memory.
 func (d *Device) scratch(pass cpu.ConvPass, x, w, y *tensor.Tensor, p tensor.Conv2DParams) {
 	n := int64(cpu.ConvWorkspaceElems(pass, x.Shape(), w.Shape(), y.Shape(), p, d.threads)) * tensor.BytesPerElement
 	if n > 0 {

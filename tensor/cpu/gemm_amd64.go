@@ -1,0 +1,153 @@
+//go:build amd64 && !noasm
+
+package cpu
+
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The amd64 micro-kernels (gemm_amd64.s) keep an MR×NR block of C in
+// vector registers and, per step, load one row of the B sliver and
+// broadcast each of the MR values of the A sliver: avx512 holds 12×32 in
+// 24 of the 32 ZMM registers, avx2 6×16 in 12 of the 16 YMM registers.
+
+//go:noescape
+func kernAVX512(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
+func kernAVX512x8(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
+func kernAVX512x4(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
+func kernAVX2(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
+func packA12N(kc int, src *float32, idx *int32, dst *float32, mask int, alpha float32)
+
+//go:noescape
+func packA12T(kc int, src *float32, lda int, dst *float32, mask int, alpha float32)
+
+//go:noescape
+func packB32N(kc int, src *float32, ldb int, dst *float32, mask int)
+
+//go:noescape
+func packB32T(kc int, src *float32, idx *int32, dst *float32, mask int, half int)
+
+// gatherMaxLD bounds the leading dimensions the gathering packers take:
+// their offsets are 32-bit.
+const gatherMaxLD = 1 << 26
+
+var (
+	gemmKernelAVX512 = gemmKernel{name: "avx512", mr: 12, nr: 32, fn: kern512, partial: partialAVX512, packA: packA512, packB: packB512}
+	gemmKernelAVX2   = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: func(kc int, a, b, c []float32, ldc int, acc bool) {
+		_, _, _ = a[kc*6-1], b[kc*16-1], c[5*ldc+15]
+		kernAVX2(kc, &a[0], &b[0], &c[0], ldc, acc)
+	}}
+)
+
+// gemmKernels lists the micro-kernels this CPU can run, fastest first.
+func gemmKernels() []gemmKernel {
+	var ks []gemmKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, gemmKernelAVX512)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, gemmKernelAVX2)
+	}
+	return append(ks, gemmKernelGo)
+}
+
+// selectKernel returns the fastest micro-kernel the CPU runs, or the one
+// PIPECAST_GEMM_KERNEL names (avx512, avx2, go) when the CPU runs it.
+func selectKernel() gemmKernel {
+	ks := gemmKernels()
+	if want := os.Getenv("PIPECAST_GEMM_KERNEL"); want != "" {
+		for _, k := range ks {
+			if k.name == want {
+				return k
+			}
+		}
+	}
+	return ks[0]
+}
+
+// packA512 is packA for 12-row slivers with AVX-512 loads and gathers.
+func packA512(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32) {
+	if lda >= gatherMaxLD {
+		packA(dst, transA, a, lda, ic, pc, mc, kc, mr, alpha)
+		return
+	}
+	var idx [16]int32
+	for r := range 12 {
+		idx[r] = int32(r * lda)
+	}
+	for s := 0; s*12 < mc; s++ {
+		rows := min(12, mc-s*12)
+		i0 := ic + s*12
+		out := dst[s*12*kc : (s+1)*12*kc]
+		mask := 1<<rows - 1
+		if transA { // step p of the sliver is a[(pc+p)·lda + i0 …]
+			base := pc*lda + i0
+			_ = a[base+(kc-1)*lda+rows-1]
+			packA12T(kc, &a[base], lda, &out[0], mask, alpha)
+		} else { // row r of the sliver is a[(i0+r)·lda + pc …]
+			base := i0*lda + pc
+			_ = a[base+(rows-1)*lda+kc-1]
+			packA12N(kc, &a[base], &idx[0], &out[0], mask, alpha)
+		}
+	}
+}
+
+// packB512 is packB for 32-column slivers with AVX-512 loads and gathers.
+func packB512(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
+	if ldb >= gatherMaxLD/16 {
+		packB(dst, transB, b, ldb, pc, jc, kc, nc, nr)
+		return
+	}
+	var idx [16]int32
+	for j := range 16 {
+		idx[j] = int32(j * ldb)
+	}
+	for t := 0; t*32 < nc; t++ {
+		cols := min(32, nc-t*32)
+		j0 := jc + t*32
+		out := dst[t*32*kc : (t+1)*32*kc]
+		mask := 1<<cols - 1
+		if !transB { // step p of the sliver is b[(pc+p)·ldb + j0 …]
+			base := pc*ldb + j0
+			_ = b[base+(kc-1)*ldb+cols-1]
+			packB32N(kc, &b[base], ldb, &out[0], mask)
+		} else { // column j of the sliver is b[(j0+j)·ldb + pc …]
+			base := j0*ldb + pc
+			_ = b[base+(cols-1)*ldb+kc-1]
+			packB32T(kc, &b[base], &idx[0], &out[0], mask, 16*ldb)
+		}
+	}
+}
+
+// partialAVX512 returns the avx512 kernel over the first 4 or 8 rows of a
+// sliver, the fewest that cover mb.
+func partialAVX512(mb int) (int, func(kc int, a, b, c []float32, ldc int, acc bool)) {
+	switch {
+	case mb <= 4:
+		return 4, func(kc int, a, b, c []float32, ldc int, acc bool) {
+			_, _, _ = a[kc*12-1], b[kc*32-1], c[3*ldc+31]
+			kernAVX512x4(kc, &a[0], &b[0], &c[0], ldc, acc)
+		}
+	case mb <= 8:
+		return 8, func(kc int, a, b, c []float32, ldc int, acc bool) {
+			_, _, _ = a[kc*12-1], b[kc*32-1], c[7*ldc+31]
+			kernAVX512x8(kc, &a[0], &b[0], &c[0], ldc, acc)
+		}
+	}
+	return 12, kern512
+}
+
+func kern512(kc int, a, b, c []float32, ldc int, acc bool) {
+	_, _, _ = a[kc*12-1], b[kc*32-1], c[11*ldc+31]
+	kernAVX512(kc, &a[0], &b[0], &c[0], ldc, acc)
+}
