@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# step-vs-pytorch.sh times one single-device training step (forward, mean
+# cross entropy, backward, SGD with momentum) of pipecast and of PyTorch on
+# the same networks, side by side in one run: resnet50 at 64×64 batch 32,
+# vgg16bn at 64×64 batch 16 and inceptionv3 at 96×96 batch 16, width 1,
+# 10 classes, on --threads threads. For each model it runs pipecast
+# (`pipecast profile --schedule single`, the median of --steps steps after
+# one warm-up) and then PyTorch (scripts/step_pytorch.py, the same), and
+# prints a markdown table: seconds per step of each and their ratio
+# (pipecast / PyTorch; above 1: pipecast is slower). PyTorch's column is
+# left empty where /usr/bin/python3 cannot import torch and torchvision
+# (Debian: apt-get install python3-torch python3-torchvision).
+#
+# Usage: scripts/step-vs-pytorch.sh [flags]
+#   --steps N        measured steps of each run (default 3)
+#   --threads N      threads of both (default 2)
+#   --models LIST    comma-separated subset of resnet50,vgg16bn,inceptionv3
+#   --openblas       add a column: pipecast with OpenBLAS's GEMM (the
+#                    openblas backend; needs libopenblas-dev and cgo), run
+#                    with OPENBLAS_THREAD_TIMEOUT=20 unless set, so that
+#                    OpenBLAS's idle workers stop spinning within about
+#                    0.4 ms rather than 0.1 s and leave the cores to the
+#                    pool's kernels that follow a product in the same
+#                    process
+#   --profile        profile each pipecast run: a CPU profile by function
+#                    (perf record, where perf works) whose top functions
+#                    it prints, self time and, for the CPU backend's
+#                    functions, time including callees; and pipecast's own
+#                    profile of the run by block and op (--pprof), whose
+#                    top it prints too
+#   --out DIR        where profiles go (default: a new directory in /tmp)
+#   --pipecast BIN   a pipecast binary to run instead of building one
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=3
+threads=2
+models=resnet50,vgg16bn,inceptionv3
+openblas=0
+profile=0
+out=
+bin=
+python=/usr/bin/python3
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--steps) steps=$2; shift 2 ;;
+	--threads) threads=$2; shift 2 ;;
+	--models) models=$2; shift 2 ;;
+	--openblas) openblas=1; shift ;;
+	--profile) profile=1; shift ;;
+	--out) out=$2; shift 2 ;;
+	--pipecast) bin=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "step-vs-pytorch: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+# Each model's input size and batch.
+declare -A image=([resnet50]=64 [vgg16bn]=64 [inceptionv3]=96)
+declare -A batch=([resnet50]=32 [vgg16bn]=16 [inceptionv3]=16)
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ -z "$bin" ]; then
+	tags=()
+	[ "$openblas" = 1 ] && tags=(-tags openblas)
+	bin="$tmp/pipecast"
+	go build ${tags[@]+"${tags[@]}"} -o "$bin" ./cmd/pipecast
+fi
+if [ "$openblas" = 1 ] && ! "$bin" version 2>/dev/null | grep -qw openblas; then
+	echo "step-vs-pytorch: $bin has no openblas backend (build it with -tags openblas; needs libopenblas-dev)" >&2
+	exit 1
+fi
+torch=0
+if "$python" -c 'import torch, torchvision' 2>/dev/null; then
+	torch=1
+else
+	echo "step-vs-pytorch: $python cannot import torch and torchvision: timing pipecast alone" >&2
+fi
+perf=()
+if [ "$profile" = 1 ]; then
+	out=${out:-$(mktemp -d /tmp/step-vs-pytorch.XXXXXX)}
+	mkdir -p "$out"
+	if perf record -q -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
+		perf=(perf record -q -F 499 -g)
+	else
+		echo "step-vs-pytorch: perf record does not work here: profiles by block and op only" >&2
+	fi
+fi
+
+# pipecast_step MODEL BACKEND [PROFILE] prints the median seconds per step;
+# with PROFILE it writes PROFILE.pprof and, with perf, PROFILE.perf.data.
+pipecast_step() {
+	local extra=() rec=()
+	if [ -n "${3:-}" ]; then
+		extra=(--pprof "$3.pprof")
+		[ ${#perf[@]} -gt 0 ] && rec=("${perf[@]}" -o "$3.perf.data" --)
+	fi
+	${rec[@]+"${rec[@]}"} "$bin" profile --model "$1" --backend "$2" --image "${image[$1]}" --batch "${batch[$1]}" \
+		--width 1 --classes 10 --devices 1 --microbatches 1 --schedule single \
+		--threads "$threads" --steps "$steps" --warmup 1 --balance params --output json \
+		${extra[@]+"${extra[@]}"} |
+		sed -n 's/.*"step_nanos_median": *\([0-9]*\).*/\1/p' |
+		awk 'NR == 1 { printf "%.3f", $1 / 1e9 }'
+}
+
+# pytorch_step MODEL prints the median seconds per step.
+pytorch_step() {
+	"$python" scripts/step_pytorch.py --model "$1" --image "${image[$1]}" --batch "${batch[$1]}" \
+		--classes 10 --threads "$threads" --steps "$steps" --warmup 1 |
+		sed -n 's/.*"step_seconds_median": *\([0-9.eE+-]*\).*/\1/p' |
+		awk 'NR == 1 { printf "%.3f", $1 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }'; }
+
+rows=()
+IFS=, read -r -a list <<<"$models"
+for m in "${list[@]}"; do
+	if [ -z "${image[$m]:-}" ]; then
+		echo "step-vs-pytorch: unknown model $m" >&2
+		exit 2
+	fi
+	echo "step-vs-pytorch: $m ${image[$m]}px batch ${batch[$m]}: pipecast" >&2
+	prof=
+	[ "$profile" = 1 ] && prof="$out/$m"
+	ours=$(pipecast_step "$m" cpu "$prof")
+	theirs=
+	if [ "$torch" = 1 ]; then
+		echo "step-vs-pytorch: $m: PyTorch" >&2
+		theirs=$(pytorch_step "$m")
+	fi
+	row="| $m | ${image[$m]} | ${batch[$m]} | $ours | $theirs | $(ratio "$ours" "$theirs") |"
+	if [ "$openblas" = 1 ]; then
+		echo "step-vs-pytorch: $m: pipecast with OpenBLAS" >&2
+		ob=$(OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-20} pipecast_step "$m" openblas)
+		row="$row $ob | $(ratio "$ob" "$theirs") |"
+	fi
+	rows+=("$row")
+done
+
+echo
+echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $threads threads, $steps measured steps (median), $(date '+%Y-%m-%d')"
+echo
+head="| model | px | batch | pipecast s/step | PyTorch s/step | ratio |"
+rule="| --- | --: | --: | --: | --: | --: |"
+if [ "$openblas" = 1 ]; then
+	head="$head pipecast+OpenBLAS s/step | ratio |"
+	rule="$rule --: | --: |"
+fi
+echo "$head"
+echo "$rule"
+printf '%s\n' "${rows[@]}"
+
+if [ "$profile" = 1 ]; then
+	for m in "${list[@]}"; do
+		if [ -f "$out/$m.perf.data" ]; then
+			echo
+			echo "## $m: functions by self time ($out/$m.perf.data, warm-up step and model build included)"
+			perf report -i "$out/$m.perf.data" --stdio --no-children -g none --sort symbol \
+				--percent-limit 0.5 2>/dev/null | grep -v '^#' | grep -v '^$' | sed 's/[ -]*$//' | head -30
+			echo
+			echo "## $m: the CPU backend's functions, time including callees"
+			perf report -i "$out/$m.perf.data" --stdio --children -g none --sort symbol \
+				2>/dev/null | grep 'tensor/cpu\.' | sed 's/[ -]*$//' | head -30
+		fi
+		echo
+		echo "## $m: measured steps by block and op ($out/$m.pprof)"
+		go tool pprof -top -nodecount=30 "$out/$m.pprof" 2>/dev/null | sed -n '/^ *flat/,$p'
+	done
+	echo
+	echo "profiles: $out (perf report -i $out/<model>.perf.data; go tool pprof -http=: $out/<model>.pprof)"
+fi
