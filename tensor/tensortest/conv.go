@@ -22,10 +22,10 @@ func convParams(sh, sw, ph, pw int) tensor.Conv2DParams {
 }
 
 // convCases cover the convolutions of VGG, ResNet and Inception on small
-// images. Batches of 4 on the suite's 3-thread device run 3 samples one per
-// thread and the fourth on the whole pool; batch 1 runs on the whole pool
-// only. Cases with O > OH·OW sum the filter gradient on the whole pool
-// rather than in per-thread copies.
+// images, at batch 4 (several samples lowered into one product, as the CPU
+// backend does with small images) and batch 1. How a backend spreads
+// samples over its threads is its own business: the CPU backend's
+// per-thread paths are tested in its package (conv_shapes_test.go).
 var convCases = []convCase{
 	{name: "3x3 s1 p1", n: 4, c: 3, h: 6, w: 5, o: 5, kh: 3, kw: 3, p: convParams(1, 1, 1, 1), bias: true},
 	{name: "3x3 s1 p1 batch 1 no bias", n: 1, c: 5, h: 5, w: 6, o: 3, kh: 3, kw: 3, p: convParams(1, 1, 1, 1)},
