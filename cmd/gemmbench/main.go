@@ -47,19 +47,22 @@ import (
 // tensor/cpu/openblas.go); without the tag only pipecast is measured.
 const refBackend = "openblas"
 
-// coolDown is the pause before each side's repetition. Both sides keep
-// their threads polling for a while after a product so that back-to-back
-// products start at once — OpenBLAS for 2^28 cycles (its
-// THREAD_TIMEOUT, a tenth of a second at 2.6 GHz), pipecast's pool for
-// 0.5 ms — and a side's polling threads would take the cores from the
-// other side's repetition that follows. After the pause each side runs
-// its product untimed for a while to wake its own threads, so that each is timed at
+// Both sides keep their threads polling for a while after a product so
+// that back-to-back products start at once — OpenBLAS for 2^28 cycles
+// (its THREAD_TIMEOUT, a tenth of a second at 2.6 GHz), pipecast's pool
+// for 0.5 ms — and a side's polling threads would take the cores from the
+// other side's repetition that follows: each repetition waits for the
+// previous side's threads to park first. Then each side runs its product
+// untimed for a while to wake its own threads, so that each is timed at
 // its best, as in a training step's stream of products.
-const coolDown = 300 * time.Millisecond
+const (
+	openblasSettle = 120 * time.Millisecond
+	pipecastSettle = 2 * time.Millisecond
+)
 
 // warmTime is the least time each side runs its product untimed before a
 // repetition (see warm in bench.time).
-const warmTime = 10 * time.Millisecond
+const warmTime = 20 * time.Millisecond
 
 type options struct {
 	threads  int
@@ -213,20 +216,23 @@ func (w workload) String() string {
 type side struct {
 	name string
 	dev  tensor.Device
+	// settle is how long the side's threads poll after a product before
+	// they park: the pause the other side waits after it.
+	settle time.Duration
 }
 
 // timing is a product's median seconds per call on each side.
 type timing []float64
 
 func run(out, progress io.Writer, o options) error {
-	sides := []side{{name: "pipecast", dev: cpu.New(tensor.Options{Threads: o.threads})}}
+	sides := []side{{name: "pipecast", dev: cpu.New(tensor.Options{Threads: o.threads}), settle: pipecastSettle}}
 	refDesc := "not in this build (build with -tags openblas)"
 	if b, err := tensor.Lookup(refBackend); err == nil {
 		dev, err := b.Open(tensor.Options{Index: 1, Threads: o.threads})
 		if err != nil {
 			return err
 		}
-		sides = append(sides, side{name: "OpenBLAS", dev: dev})
+		sides = append(sides, side{name: "OpenBLAS", dev: dev, settle: openblasSettle})
 		refDesc = b.Description
 	}
 	defer func() {
@@ -259,7 +265,7 @@ func run(out, progress io.Writer, o options) error {
 	head("go", "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	head("pipecast", "GEMM kernel %s, %d threads", cpu.GemmKernel(), o.threads)
 	head("OpenBLAS", "%s", refDesc)
-	head("timing", "median of %d repetitions per product and side, each ≥ %v, sides alternating", o.reps, o.minTime)
+	head("timing", "median over %d repetitions per product and side (each ≥ %v, sides alternating) of each repetition's median call", o.reps, o.minTime)
 	if len(sides) > 1 {
 		head("ratio", "pipecast's GFLOP/s over OpenBLAS's (above 1: pipecast is faster)")
 	}
@@ -414,14 +420,20 @@ func (b *bench) time(p product) (timing, error) {
 			// timed (the repetitions allocate nothing).
 			runtime.GC()
 			if len(b.sides) > 1 {
-				time.Sleep(coolDown)
+				prev := b.sides[(i+len(b.sides)-1)%len(b.sides)]
+				time.Sleep(prev.settle)
 			}
 			warm(i)
-			start := time.Now()
+			// The repetition's median call, not its mean: one call
+			// stretched by the machine (a descheduled thread, a virtual
+			// CPU woken late) must not stand for the product's speed.
+			calls := make([]float64, 0, iters)
 			for range iters {
+				start := time.Now()
 				call(i)
+				calls = append(calls, time.Since(start).Seconds())
 			}
-			samples[i] = append(samples[i], time.Since(start).Seconds()/float64(iters))
+			samples[i] = append(samples[i], median(calls))
 		}
 	}
 	tm := make(timing, len(b.sides))
