@@ -8,7 +8,9 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The amd64 micro-kernels (gemm_amd64.s) keep an MR×NR block of C in
+//go:generate go run gen_gemm_amd64.go
+
+// The amd64 micro-kernels (gemm_amd64.s, written by gen_gemm_amd64.go) keep an MR×NR block of C in
 // vector registers and, per step, load one row of the B sliver and
 // broadcast each of the MR values of the A sliver: avx512 holds 12×32 in
 // 24 of the 32 ZMM registers, avx2 6×16 in 12 of the 16 YMM registers.
