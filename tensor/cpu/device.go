@@ -24,6 +24,8 @@ type Device struct {
 	name string
 	pool *pool
 	mem  tensor.MemCounter
+	// spares keeps released scratch buffers for the next kernels.
+	spares spares
 	// extGemm, when set, computes every product of the device instead of
 	// the backend's own GEMM (the openblas build's backend). It runs its
 	// own threads: kernels must then not call products from the pool's
@@ -114,9 +116,12 @@ func (d *Device) Now() int64 { return tensor.Nanotime() }
 // Sync returns at once: CPU kernels are synchronous.
 func (d *Device) Sync() {}
 
-// Close stops the worker threads.
+// Close stops the worker threads and drops the kept scratch buffers.
 func (d *Device) Close() error {
 	d.pool.close()
+	d.spares.mu.Lock()
+	d.spares.bufs = nil // the kept scratch goes with the device
+	d.spares.mu.Unlock()
 	return nil
 }
 
