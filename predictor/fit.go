@@ -45,6 +45,8 @@ func (p Phase) String() string {
 // Transfers are t = α + bytes/β per kind, updates a line in the stage's
 // parameters, the loss a line in the micro-batch's samples; what a whole
 // compute op takes beyond its blocks is a median overhead per op kind.
+// Last, a scale per op kind corrects the sum of typical times to the
+// mean time a step's ops take (see fitScales).
 type CostModel struct {
 	Key Key
 
@@ -53,6 +55,7 @@ type CostModel struct {
 	update   Line
 	transfer map[string]Line
 	overhead map[string]float64
+	scale    map[string]opScale
 	reports  []FitReport
 	relErr   float64
 	samples  []int
@@ -122,8 +125,8 @@ func (c *CostModel) Transfer(kind string, bytes int64) float64 {
 }
 
 // Reports returns every fit with its residuals: each block's phases
-// (fallbacks named as such), the loss, the update, each transfer kind and
-// each op overhead.
+// (fallbacks named as such), the loss, the update, each transfer kind,
+// each op overhead and each op scale.
 func (c *CostModel) Reports() []FitReport { return slices.Clone(c.reports) }
 
 // RelErr returns a relative 1-σ uncertainty of a step-time forecast,
@@ -202,6 +205,7 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 		return nil, err
 	}
 	c.fitOverheads(d)
+	c.fitScales(recs)
 	c.relErr = math.Hypot(c.blockResidual(d), median(d.stepNoise))
 	c.samples = sortedKeys(d.samples)
 	c.devices = sortedKeys(d.devices)

@@ -3,12 +3,14 @@ package predictor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // fitData is the committed fit dataset: ResNet-50 at width 0.25 on 32×32
@@ -541,4 +543,85 @@ func BenchmarkFit1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestFitScales checks the op scales on measured records: making every
+// record's forward ops take 30 % longer makes the forward scale 30 %
+// larger and leaves the others, and a forecast prices its forward ops by
+// the scale.
+func TestFitScales(t *testing.T) {
+	var recs []profiler.Record
+	for _, r := range readValidation(t) {
+		if r.Config.Model == "resnet50" && r.Config.Devices == 1 {
+			recs = append(recs, r)
+		}
+	}
+	c := onlyModel(t, mustFit(t, recs))
+	for _, op := range scaledOps {
+		// The forward lines fit the typical block time, which a step's
+		// ops exceed: the scales sit a little above 1.
+		for _, m := range []int{1, 2, 3, 4, 8, 16, 32} {
+			if s := c.Scale(op, m); s < 0.9 || s > 1.4 {
+				t.Errorf("scale %s at m = %d: %.3f, want within [0.9, 1.4]", op, m, s)
+			}
+		}
+	}
+	slower := make([]profiler.Record, len(recs))
+	for i, r := range recs {
+		slower[i] = r
+		slower[i].Devices = nil
+		for _, d := range r.Devices {
+			busy := maps.Clone(d.BusyNanosByOp)
+			busy["forward"] = int64(math.Round(1.3 * float64(busy["forward"])))
+			d.BusyNanosByOp = busy
+			slower[i].Devices = append(slower[i].Devices, d)
+		}
+	}
+	s := onlyModel(t, mustFit(t, slower))
+	for _, op := range scaledOps {
+		for _, m := range []int{1, 2, 3, 4, 8, 16, 32} {
+			want := c.Scale(op, m)
+			// Predict, never measured at K = 1, takes forward's scale.
+			if op == "forward" || op == "predict" {
+				want *= 1.3
+			}
+			if got := s.Scale(op, m); !closeTo(got, want, 1e-3) {
+				t.Errorf("with forward 30 %% slower: scale %s at m = %d: %.4f, want %.4f", op, m, got, want)
+			}
+		}
+	}
+	cfg, err := ConfigOf(&recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 4, Checkpoint: schedule.ExceptLast}
+	cfg.Bounds = nil
+	a, err := Predict(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Predict(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range a.Devices {
+		for op, ns := range a.Devices[d].BusyNanosByOp {
+			want := float64(ns)
+			if op == "forward" {
+				want *= s.Scale(op, 4) / c.Scale(op, 4)
+			}
+			if got := float64(b.Devices[d].BusyNanosByOp[op]); math.Abs(got-want) > 1e-6*want+10 {
+				t.Errorf("device %d %s: %.0f ns forecast with forward scaled, want %.0f", d, op, got, want)
+			}
+		}
+	}
+}
+
+func mustFit(t *testing.T, recs []profiler.Record) map[Key]*CostModel {
+	t.Helper()
+	m, err := Fit(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -41,6 +41,10 @@ import (
 //     device receives, which the runner itself counts: memory and
 //     transfers come from one step of cfg on the meta backend (see
 //     PeakMemory).
+//   - Forward, Recompute, Backward, Predict, Loss and Update are then
+//     multiplied by their kind's fitted scale (CostModel.Scale), which
+//     turns the typical times the lines fit into the mean time such ops
+//     took in the records.
 //
 // The record holds one step whose wall time is the makespan, the devices'
 // busy time by op, idle time, peak memory by category and transfers, and
@@ -52,47 +56,18 @@ import (
 // cfg cannot run, and when a block's forward or backward was never
 // measured.
 func Predict(c *CostModel, cfg runner.Config) (profiler.Record, error) {
-	if c == nil {
-		return profiler.Record{}, errors.New("predict: no cost model")
-	}
-	if cfg.Backend == "" {
-		cfg.Backend = c.Key.Backend
-	}
-	if cfg.Threads == 0 {
-		cfg.Threads = c.Key.Threads
-	}
-	cfg = cfg.WithDefaults()
-	if err := checkRunnable(cfg); err != nil {
-		return profiler.Record{}, fmt.Errorf("predict: %w", err)
-	}
-	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	sim, err := newSimulation(c, cfg)
 	if err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
-	want := Key{Model: cfg.Model, Image: model.Config.Image, Classes: model.Config.Classes,
-		Width: model.Config.Width, Backend: cfg.Backend, Threads: cfg.Threads}
-	if want != c.Key {
-		return profiler.Record{}, fmt.Errorf("predict %s: the cost model describes %s", want, c.Key)
-	}
-	prog, err := schedule.Build(cfg.Schedule)
-	if err != nil {
+	cfg = sim.cfg
+	if sim.meta, err = metaRun(cfg); err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
-	if err := schedule.Check(prog); err != nil {
-		return profiler.Record{}, fmt.Errorf("predict: schedule %s: %w", cfg.Schedule.Name, err)
-	}
-	if cfg.Bounds, err = partition(c, cfg, model, prog.Stages); err != nil {
-		return profiler.Record{}, fmt.Errorf("predict: partition: %w", err)
-	}
-	ms, err := metaRun(cfg)
-	if err != nil {
-		return profiler.Record{}, fmt.Errorf("predict: %w", err)
-	}
-	sim := &simulation{c: c, cfg: cfg, model: model, prog: prog, meta: ms}
 	if err := sim.price(); err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
-	tl, err := schedule.Simulate(prog, sim.cost)
+	tl, err := schedule.Simulate(sim.prog, sim.cost)
 	if err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
@@ -103,6 +78,45 @@ func Predict(c *CostModel, cfg runner.Config) (profiler.Record, error) {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
 	return sim.record(tl), nil
+}
+
+// newSimulation checks cfg against c and sets up its forecast: the
+// configuration with its defaults filled, the model, the schedule's
+// program and the partition. It runs nothing on the meta backend.
+func newSimulation(c *CostModel, cfg runner.Config) (*simulation, error) {
+	if c == nil {
+		return nil, errors.New("no cost model")
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = c.Key.Backend
+	}
+	if cfg.Threads == 0 {
+		cfg.Threads = c.Key.Threads
+	}
+	cfg = cfg.WithDefaults()
+	if err := checkRunnable(cfg); err != nil {
+		return nil, err
+	}
+	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return nil, err
+	}
+	want := Key{Model: cfg.Model, Image: model.Config.Image, Classes: model.Config.Classes,
+		Width: model.Config.Width, Backend: cfg.Backend, Threads: cfg.Threads}
+	if want != c.Key {
+		return nil, fmt.Errorf("%s: the cost model describes %s", want, c.Key)
+	}
+	prog, err := schedule.Build(cfg.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	if err := schedule.Check(prog); err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", cfg.Schedule.Name, err)
+	}
+	if cfg.Bounds, err = partition(c, cfg, model, prog.Stages); err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	return &simulation{c: c, cfg: cfg, model: model, prog: prog}, nil
 }
 
 // checkRunnable reports configurations no schedule can run, as the
@@ -185,7 +199,9 @@ type simulation struct {
 	model *models.Model
 	prog  *schedule.Program
 	meta  *metaStep
-	ops   []map[opKey]*pricedOp // ops[d] prices device d's ops
+	// unscaled prices ops without the fitted scales, as fitScales needs.
+	unscaled bool
+	ops      []map[opKey]*pricedOp // ops[d] prices device d's ops
 }
 
 // cost is Simulate's cost function: the price of every op, set by price.
@@ -227,15 +243,16 @@ func (s *simulation) price() error {
 func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	mb := s.cfg.Batch / s.cfg.Schedule.Micro
 	p := &pricedOp{bytes: bytes}
+	var err error
 	switch o.Kind {
 	case schedule.Forward:
-		return p, s.priceBlocks(p, o, PhaseForward, mb)
+		err = s.priceBlocks(p, o, PhaseForward, mb)
 	case schedule.Recompute:
-		return p, s.priceBlocks(p, o, PhaseRecompute, mb)
+		err = s.priceBlocks(p, o, PhaseRecompute, mb)
 	case schedule.Backward:
-		return p, s.priceBlocks(p, o, PhaseBackward, mb)
+		err = s.priceBlocks(p, o, PhaseBackward, mb)
 	case schedule.Predict:
-		return p, s.priceBlocks(p, o, PhasePredict, s.cfg.Batch/s.cfg.Schedule.Devices)
+		err = s.priceBlocks(p, o, PhasePredict, s.cfg.Batch/s.cfg.Schedule.Devices)
 	case schedule.Loss:
 		p.nanos = s.c.Loss(mb)
 	case schedule.Send:
@@ -254,7 +271,13 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	default:
 		return nil, fmt.Errorf("no cost for op kind %v", o.Kind)
 	}
+	if err != nil {
+		return nil, err
+	}
 	p.nanos = max(p.nanos, 0) // a fitted line may dip below zero off its data
+	if !s.unscaled {
+		p.nanos *= s.c.Scale(o.Kind.String(), mb)
+	}
 	return p, nil
 }
 

@@ -43,10 +43,11 @@ type Validation struct {
 	// Rows has one row per schedule, in schedule.Names order, then the
 	// row "all" over every held-out run.
 	Rows []ValidationRow
-	// Pairs are the held-out runs with their forecasts, for plotting.
+	// Pairs are the held-out configurations with their forecasts, for
+	// plotting: one per configuration, however many runs measured it.
 	Pairs []Pair
 	// Winners compares gpipe with coop wherever both were held out for
-	// the same key, K, M and batch.
+	// the same key, K, M and batch in the same fold.
 	Winners []Winner
 	// Memory compares the predicted and measured peak bytes.
 	Memory MemoryRow
@@ -54,35 +55,50 @@ type Validation struct {
 	Skipped []string
 }
 
-// ValidationRow aggregates the held-out runs of one schedule, or of all
-// ("all").
+// ValidationRow aggregates the held-out configurations of one schedule,
+// or of all ("all").
 type ValidationRow struct {
 	Schedule string
-	N        int
+	// N counts the held-out configurations and Runs the measured runs
+	// they stand for (more when a configuration was run repeatedly).
+	N, Runs int
 	// MAPE and MaxErr are the mean and largest relative errors of the
 	// predicted median step times; KendallTau is τ-b between predicted
-	// and measured step times (NaN with fewer than two distinct runs).
+	// and measured step times (NaN with fewer than two distinct ones).
 	MAPE, MaxErr, KendallTau float64
-	// Noise is the median over the runs of their own steps' spread,
-	// (max − min)/median: what a run repeated would differ by.
-	Noise float64
+	// Noise is the median over the configurations of their runs' own
+	// steps' spread, (max − min)/median within a run, the median over
+	// the runs of a configuration; RunSpread the median over the
+	// configurations measured more than once of the spread of their
+	// runs' median step times, (max − min)/median (NaN when none was).
+	// They say what measuring again could change: within a run, and
+	// from one run to the next.
+	Noise, RunSpread float64
 	// BaselineMAPE and BaselineMaxErr are the black-box baseline's
 	// errors on the same runs.
 	BaselineMAPE, BaselineMaxErr float64
 }
 
-// Pair is one held-out run: its measured median step time and the
-// forecasts, in nanoseconds, and its peak bytes.
+// Pair is one held-out configuration: its measured step time and the
+// forecasts, in nanoseconds, and its peak bytes. A configuration that
+// several runs measured (records alike in everything but their ID and
+// measurements) is one pair, measured by the median of all their steps:
+// a forecast is of the configuration, not of one run's luck.
 type Pair struct {
+	// ID is the first run's; Runs counts the runs that measured it.
 	ID     string
+	Runs   int
 	Key    Key
 	Config profiler.RunConfig
 	// Fold names the held-out group: "K=2", "m=4", "fold 3".
 	Fold                          string
 	Measured, Predicted, Baseline float64
-	// Noise is the run's (max − min)/median step time.
-	Noise float64
-	// MeasuredPeakBytes and PredictedPeakBytes are each device's peak.
+	// Noise is the median over the runs of their steps' (max −
+	// min)/median; RunSpread is (max − min)/median of the runs' median
+	// step times, 0 for one run.
+	Noise, RunSpread float64
+	// MeasuredPeakBytes and PredictedPeakBytes are each device's peak,
+	// the measured ones the largest over the runs.
 	MeasuredPeakBytes, PredictedPeakBytes []int64
 }
 
@@ -93,15 +109,24 @@ func (p Pair) Err() float64 { return math.Abs(p.Predicted-p.Measured) / p.Measur
 func (p Pair) BaselineErr() float64 { return math.Abs(p.Baseline-p.Measured) / p.Measured }
 
 // Winner is one gpipe-against-coop comparison: which the measurements
-// and which the forecasts find faster.
+// and which the forecasts find faster. Where the forecasts are equal (on
+// one device with one micro-batch both schedules run the same ops) the
+// forecast picks neither: PredictedFaster is "tie", and Agree is false
+// but the comparison is no disagreement either (see Tie).
 type Winner struct {
 	Key                             Key
 	Devices, Micro, Batch           int
 	MeasuredGPipe, MeasuredCoop     float64 // ns
 	PredictedGPipe, PredictedCoop   float64 // ns
-	MeasuredFaster, PredictedFaster string  // "gpipe" or "coop"
+	MeasuredFaster, PredictedFaster string  // "gpipe" or "coop"; PredictedFaster may be "tie"
 	Agree                           bool
 }
+
+// Tie says the forecasts found both schedules equally fast.
+func (w Winner) Tie() bool { return w.PredictedFaster == Tie }
+
+// Tie is a Winner's PredictedFaster where the forecasts are equal.
+const Tie = "tie"
 
 // MemoryRow compares predicted with measured peak bytes: MAPE and MaxErr
 // of the largest device's peak per run, and DeviceMaxErr the largest
@@ -145,13 +170,17 @@ func Validate(recs []profiler.Record, holdout string, seed uint64) (*Validation,
 			return m, fmt.Sprintf("m=%d", m)
 		})
 	case HoldoutRandom:
-		order := rand.New(rand.NewPCG(seed, 0x666f6c6473)).Perm(len(measured))
-		foldOf := make(map[int]int, len(measured))
-		for pos, i := range order {
-			foldOf[i] = pos % randomFolds
+		// Folds are drawn over configurations, so that the repeated
+		// runs of one are held out together rather than fitted on.
+		groups := groupRuns(measured)
+		order := rand.New(rand.NewPCG(seed, 0x666f6c6473)).Perm(len(groups))
+		foldOf := make(map[string]int, len(groups))
+		for pos, g := range order {
+			foldOf[runKey(&groups[g][0])] = pos % randomFolds
 		}
-		folds = foldsBy(measured, func(i int, _ *profiler.Record) (int, string) {
-			return foldOf[i], fmt.Sprintf("fold %d", foldOf[i]+1)
+		folds = foldsBy(measured, func(_ int, r *profiler.Record) (int, string) {
+			f := foldOf[runKey(r)]
+			return f, fmt.Sprintf("fold %d", f+1)
 		})
 	default:
 		return nil, fmt.Errorf("validate: unknown holdout %q (want %v)", holdout, Holdouts())
@@ -225,7 +254,8 @@ func foldsBy(recs []profiler.Record, group func(i int, r *profiler.Record) (int,
 	return out
 }
 
-// add fits on f's training records and forecasts its held-out ones.
+// add fits on f's training records and forecasts its held-out
+// configurations.
 func (v *Validation) add(f fold) error {
 	fits, err := Fit(f.train)
 	if err != nil {
@@ -235,8 +265,8 @@ func (v *Validation) add(f fold) error {
 	if err != nil {
 		return fmt.Errorf("validate %s: %w", f.name, err)
 	}
-	for i := range f.test {
-		r := &f.test[i]
+	for _, runs := range groupRuns(f.test) {
+		r := &runs[0]
 		skip := func(err error) {
 			v.Skipped = append(v.Skipped, fmt.Sprintf("%s: run %s (%s K=%d M=%d): %v",
 				f.name, r.ID, r.Config.Schedule, r.Config.Devices, r.Config.Micro, err))
@@ -260,15 +290,19 @@ func (v *Validation) add(f fold) error {
 			skip(err)
 			continue
 		}
+		measured, noise, spread := measuredSteps(runs)
 		p := Pair{
-			ID: r.ID, Key: KeyOf(r), Config: r.Config, Fold: f.name,
-			Measured:  float64(r.Summary.StepNanosMedian),
-			Predicted: float64(pred.Summary.StepNanosMedian),
-			Baseline:  bt,
-			Noise:     stepNoise(r),
+			ID: r.ID, Runs: len(runs), Key: KeyOf(r), Config: r.Config, Fold: f.name,
+			Measured: measured, Predicted: float64(pred.Summary.StepNanosMedian),
+			Baseline: bt, Noise: noise, RunSpread: spread,
 		}
-		for _, d := range r.Devices {
-			p.MeasuredPeakBytes = append(p.MeasuredPeakBytes, d.PeakBytes)
+		for _, run := range runs {
+			for d, dev := range run.Devices {
+				if d == len(p.MeasuredPeakBytes) {
+					p.MeasuredPeakBytes = append(p.MeasuredPeakBytes, 0)
+				}
+				p.MeasuredPeakBytes[d] = max(p.MeasuredPeakBytes[d], dev.PeakBytes)
+			}
 		}
 		for _, d := range pred.Devices {
 			p.PredictedPeakBytes = append(p.PredictedPeakBytes, d.PeakBytes)
@@ -280,6 +314,73 @@ func (v *Validation) add(f fold) error {
 		v.Pairs = append(v.Pairs, p)
 	}
 	return nil
+}
+
+// runKey identifies a record's configuration: the workload, the run
+// configuration (model, sizes, schedule and options, threads, steps, seed,
+// optimizer) and the partition. Records alike in it are repeated runs of
+// one configuration.
+func runKey(r *profiler.Record) string {
+	bounds := make([]int, 0, len(r.Partition)+1)
+	for i, s := range r.Partition {
+		if i == 0 {
+			bounds = append(bounds, s.FirstBlock)
+		}
+		bounds = append(bounds, s.EndBlock)
+	}
+	return fmt.Sprintf("%v|%+v|%s|%v", KeyOf(r), r.Config, r.Env.Backend, bounds)
+}
+
+// groupRuns groups records by runKey, in the order of each group's first
+// record.
+func groupRuns(recs []profiler.Record) [][]profiler.Record {
+	index := map[string]int{}
+	var out [][]profiler.Record
+	for _, r := range recs {
+		k := runKey(&r)
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}
+
+// measuredSteps returns the median step time of the runs, over every
+// measured step of every run; the median over the runs of their steps'
+// (max − min)/median; and (max − min)/median of the runs' median step
+// times. Runs that list no steps count their summary's median, minimum
+// and maximum.
+func measuredSteps(runs []profiler.Record) (median, noise, spread float64) {
+	var all, noises, medians []float64
+	for _, r := range runs {
+		steps := []float64{float64(r.Summary.StepNanosMedian), float64(r.Summary.StepNanosMin), float64(r.Summary.StepNanosMax)}
+		if len(r.Steps) > 0 {
+			steps = steps[:0]
+			for _, s := range r.Steps {
+				steps = append(steps, float64(s.WallNanos))
+			}
+		}
+		all = append(all, steps...)
+		lo, hi, med := slices.Min(steps), slices.Max(steps), medianOf(steps)
+		if med > 0 {
+			noises = append(noises, (hi-lo)/med)
+			medians = append(medians, med)
+		}
+	}
+	median = medianOf(all)
+	if len(medians) > 1 {
+		spread = (slices.Max(medians) - slices.Min(medians)) / medianOf(medians)
+	}
+	return median, medianOf(noises), spread
+}
+
+// medianOf returns the median of v without reordering it (0 for none).
+func medianOf(v []float64) float64 {
+	return median(slices.Clone(v))
 }
 
 // ConfigOf returns the runner configuration of a record: its model,
@@ -317,14 +418,6 @@ func ConfigOf(r *profiler.Record) (runner.Config, error) {
 	return cfg, nil
 }
 
-// stepNoise returns a record's (max − min)/median step time.
-func stepNoise(r *profiler.Record) float64 {
-	if r.Summary.StepNanosMedian <= 0 {
-		return 0
-	}
-	return float64(r.Summary.StepNanosMax-r.Summary.StepNanosMin) / float64(r.Summary.StepNanosMedian)
-}
-
 // summarise fills the rows, the winner checks and the memory row from the
 // pairs.
 func (v *Validation) summarise() {
@@ -348,7 +441,11 @@ func (v *Validation) summarise() {
 // rowOf aggregates pairs.
 func rowOf(name string, ps []Pair) ValidationRow {
 	row := ValidationRow{Schedule: name, N: len(ps)}
+	for _, p := range ps {
+		row.Runs += max(p.Runs, 1)
+	}
 	meas, pred, noise := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
+	var spreads []float64
 	for i, p := range ps {
 		e, be := p.Err(), p.BaselineErr()
 		row.MAPE += e / float64(len(ps))
@@ -356,17 +453,25 @@ func rowOf(name string, ps []Pair) ValidationRow {
 		row.MaxErr = math.Max(row.MaxErr, e)
 		row.BaselineMaxErr = math.Max(row.BaselineMaxErr, be)
 		meas[i], pred[i], noise[i] = p.Measured, p.Predicted, p.Noise
+		if p.Runs > 1 {
+			spreads = append(spreads, p.RunSpread)
+		}
 	}
 	row.KendallTau = KendallTau(pred, meas)
 	sort.Float64s(noise)
 	if n := len(noise); n > 0 {
 		row.Noise = (noise[(n-1)/2] + noise[n/2]) / 2
 	}
+	row.RunSpread = math.NaN()
+	if len(spreads) > 0 {
+		row.RunSpread = medianOf(spreads)
+	}
 	return row
 }
 
 // winners pairs every held-out gpipe run with every held-out coop run of
-// the same key, K, M and batch.
+// the same key, K, M and batch held out in the same fold: forecasts from
+// different fits would differ by the fits as well as by the schedules.
 func winners(ps []Pair) []Winner {
 	var out []Winner
 	for _, g := range ps {
@@ -375,7 +480,7 @@ func winners(ps []Pair) []Winner {
 		}
 		for _, c := range ps {
 			if c.Config.Schedule != schedule.Coop || c.Key != g.Key || c.Config.Devices != g.Config.Devices ||
-				c.Config.Micro != g.Config.Micro || c.Config.Batch != g.Config.Batch {
+				c.Config.Micro != g.Config.Micro || c.Config.Batch != g.Config.Batch || c.Fold != g.Fold {
 				continue
 			}
 			w := Winner{
@@ -383,6 +488,9 @@ func winners(ps []Pair) []Winner {
 				MeasuredGPipe: g.Measured, MeasuredCoop: c.Measured,
 				PredictedGPipe: g.Predicted, PredictedCoop: c.Predicted,
 				MeasuredFaster: faster(g.Measured, c.Measured), PredictedFaster: faster(g.Predicted, c.Predicted),
+			}
+			if g.Predicted == c.Predicted {
+				w.PredictedFaster = Tie
 			}
 			w.Agree = w.MeasuredFaster == w.PredictedFaster
 			out = append(out, w)

@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -145,5 +146,104 @@ func TestSummariseRowsAndWinners(t *testing.T) {
 	// smaller device: MAPE 0.2/4, max 0.1; every device's worst is 0.1.
 	if m := v.Memory; m.N != 4 || math.Abs(m.MAPE-0.05) > 1e-12 || math.Abs(m.MaxErr-0.1) > 1e-12 || math.Abs(m.DeviceMaxErr-0.1) > 1e-12 {
 		t.Errorf("memory %+v: want N 4, MAPE 0.05, max 0.1, device max 0.1", m)
+	}
+}
+
+// TestValidateRepeatedRuns checks that runs of one configuration are one
+// held-out point, measured by the median of all their steps, and that the
+// random holdout never fits on a repeat of what it holds out.
+func TestValidateRepeatedRuns(t *testing.T) {
+	var train, test []profiler.Record
+	for _, r := range readValidation(t) {
+		switch {
+		case r.Config.Model != "resnet50":
+		case r.Config.Devices == 1:
+			train = append(train, r)
+		case r.Config.Schedule == schedule.GPipe && r.Config.Micro == 2+2*len(test):
+			test = append(test, r) // the first run at M = 2, then at M = 4
+		}
+	}
+	if len(test) != 2 {
+		t.Fatalf("%d resnet50 gpipe K=2 runs at M 2 and 4 in the dataset, want 2", len(test))
+	}
+	a := test[0]
+	a.Steps = []profiler.Step{{Step: 1, WallNanos: 100e6}, {Step: 2, WallNanos: 110e6}, {Step: 3, WallNanos: 90e6}}
+	b := a
+	b.ID = a.ID + "-again"
+	b.Steps = []profiler.Step{{Step: 1, WallNanos: 200e6}, {Step: 2, WallNanos: 210e6}, {Step: 3, WallNanos: 190e6}}
+	b.Devices = append([]profiler.Device(nil), a.Devices...)
+	b.Devices[1].PeakBytes += 1000
+	v, err := ValidateSplit(train, []profiler.Record{a, test[1], b}, "split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Pairs) != 2 {
+		t.Fatalf("%d pairs, want 2 (two configurations)", len(v.Pairs))
+	}
+	p := v.Pairs[0]
+	// Steps 90, 100, 110 and 190, 200, 210 ms: median 150; each run's
+	// spread 20/100 and 20/200, their median 0.15; the runs' medians
+	// 100 and 200 spread 100/150.
+	if p.Runs != 2 || p.ID != a.ID || p.Measured != 150e6 || math.Abs(p.Noise-0.15) > 1e-12 || math.Abs(p.RunSpread-2.0/3) > 1e-12 {
+		t.Errorf("repeated pair: runs %d id %s measured %v noise %v run spread %v, want 2 %s 150e6 0.15 0.667",
+			p.Runs, p.ID, p.Measured, p.Noise, p.RunSpread, a.ID)
+	}
+	if q := v.Pairs[1]; q.Runs != 1 || q.RunSpread != 0 {
+		t.Errorf("single run: runs %d run spread %v, want 1 and 0", q.Runs, q.RunSpread)
+	}
+	if all := overall(v); math.Abs(all.RunSpread-2.0/3) > 1e-12 {
+		t.Errorf("row all: run spread %v, want 0.667 (of the one configuration run twice)", all.RunSpread)
+	}
+	if got, want := p.MeasuredPeakBytes[1], b.Devices[1].PeakBytes; got != want {
+		t.Errorf("measured peak of device 1 = %d, want the larger run's %d", got, want)
+	}
+	if all := overall(v); all.N != 2 || all.Runs != 3 {
+		t.Errorf("row all: N %d runs %d, want 2 and 3", all.N, all.Runs)
+	}
+
+	// Random folds: every repeat of a configuration lands in the same
+	// fold, whatever the seed.
+	runs := map[string]int{}
+	for _, g := range groupRuns(append(train, test...)) {
+		runs[runKey(&g[0])] = len(g)
+	}
+	var repeated []profiler.Record
+	for i, r := range append(train, test...) {
+		again := r
+		again.ID = fmt.Sprintf("%s-again-%d", r.ID, i)
+		repeated = append(repeated, r, again)
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		v, err := Validate(repeated, HoldoutRandom, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range v.Pairs {
+			for _, r := range repeated {
+				if r.ID == p.ID {
+					if want := 2 * runs[runKey(&r)]; p.Runs != want {
+						t.Errorf("seed %d: %s held out with %d of its %d runs", seed, p.ID, p.Runs, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWinnerTie checks that equal forecasts pick no winner.
+func TestWinnerTie(t *testing.T) {
+	k := Key{Model: "m"}
+	cfg := func(s string) profiler.RunConfig {
+		return profiler.RunConfig{Schedule: s, Devices: 1, Micro: 1, Batch: 8}
+	}
+	ws := winners([]Pair{
+		{Key: k, Config: cfg(schedule.GPipe), Measured: 100, Predicted: 97},
+		{Key: k, Config: cfg(schedule.Coop), Measured: 99, Predicted: 97},
+	})
+	if len(ws) != 1 {
+		t.Fatalf("%d winner checks, want 1", len(ws))
+	}
+	if w := ws[0]; !w.Tie() || w.Agree || w.MeasuredFaster != schedule.Coop {
+		t.Errorf("winner %+v: want a forecast tie, not agreeing, coop measured faster", w)
 	}
 }

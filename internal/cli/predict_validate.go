@@ -54,13 +54,17 @@ func validationTitle(v *predictor.Validation, measured int) string {
 	if holdout == predictor.HoldoutRandom {
 		holdout += fmt.Sprintf(" (seed %d)", v.Seed)
 	}
-	held := len(v.Pairs)
+	configs, runs := len(v.Pairs), len(v.Pairs)
 	for _, r := range v.Rows {
 		if r.Schedule == "all" {
-			held = r.N
+			configs, runs = r.N, max(r.Runs, r.N)
 		}
 	}
-	return fmt.Sprintf("pipecast predict --validate: %d of %d measured runs held out by %s", held, measured, holdout)
+	if runs == configs {
+		return fmt.Sprintf("pipecast predict --validate: %d of %d measured runs held out by %s", runs, measured, holdout)
+	}
+	return fmt.Sprintf("pipecast predict --validate: %d configurations (%d runs) of %d measured runs held out by %s",
+		configs, runs, measured, holdout)
 }
 
 // validationTable is one row per schedule and one over all held-out
@@ -77,6 +81,7 @@ func validationTable(v *predictor.Validation, measured int) *reports.Table {
 			{Key: "max_err", Header: "max error", Align: reports.AlignRight},
 			{Key: "kendall_tau", Header: "Kendall τ", Align: reports.AlignRight},
 			{Key: "noise", Header: "noise", Align: reports.AlignRight},
+			{Key: "run_spread", Header: "run spread", Align: reports.AlignRight},
 			{Key: "baseline_mape", Header: "baseline MAPE", Align: reports.AlignRight},
 			{Key: "baseline_max_err", Header: "baseline max", Align: reports.AlignRight},
 		},
@@ -88,32 +93,42 @@ func validationTable(v *predictor.Validation, measured int) *reports.Table {
 		}
 		t.Rows = append(t.Rows, []reports.Cell{
 			reports.String(r.Schedule), reports.Int(int64(r.N)),
-			percentCell(r.MAPE), percentCell(r.MaxErr), tau, percentCell(r.Noise),
+			percentCell(r.MAPE), percentCell(r.MaxErr), tau, percentCell(r.Noise), percentCell(r.RunSpread),
 			percentCell(r.BaselineMAPE), percentCell(r.BaselineMaxErr),
 		})
 	}
-	t.Footnotes = []string{"Errors are relative to the measured median step time; Kendall τ (τ-b) ranks forecasts against " +
-		"measurements (1: the same order); noise: the median over the runs of their own steps' (max − min)/median, " +
-		"what repeating a run changes; baseline: a regression of step time on configuration features."}
+	t.Footnotes = []string{"N counts configurations; one measured by several runs is compared by the median of all their steps. " +
+		"Errors are relative to that measured median step time; Kendall τ (τ-b) ranks forecasts against " +
+		"measurements (1: the same order); noise: the median over the runs of their own steps' (max − min)/median; " +
+		"run spread: the median over the configurations run more than once of their runs' median step times' (max − min)/median: " +
+		"what measuring again could change; baseline: a regression of step time on configuration features."}
 	if len(v.Winners) > 0 {
-		agree := 0
-		var wrong []string
+		agree, picked := 0, 0
+		var wrong, ties []string
 		for _, w := range v.Winners {
-			if w.Agree {
-				agree++
+			at := fmt.Sprintf("%s K=%d M=%d batch %d", w.Key.Model, w.Devices, w.Micro, w.Batch)
+			switch {
+			case w.Tie():
+				ties = append(ties, at)
 				continue
+			case w.Agree:
+				agree++
+			default:
+				wrong = append(wrong, fmt.Sprintf("%s (measured %s faster, forecast %s)", at, w.MeasuredFaster, w.PredictedFaster))
 			}
-			wrong = append(wrong, fmt.Sprintf("%s K=%d M=%d batch %d (measured %s faster, forecast %s)",
-				w.Key.Model, w.Devices, w.Micro, w.Batch, w.MeasuredFaster, w.PredictedFaster))
+			picked++
 		}
-		line := fmt.Sprintf("Winner, gpipe against coop: the forecasts pick the measured faster in %d of %d cases", agree, len(v.Winners))
+		line := fmt.Sprintf("Winner, gpipe against coop: the forecasts pick the measured faster in %d of %d cases", agree, picked)
 		if len(wrong) > 0 {
 			line += "; not at " + strings.Join(wrong, ", ")
+		}
+		if len(ties) > 0 {
+			line += "; where the forecasts tie (the same ops either way) they pick neither: " + strings.Join(ties, ", ")
 		}
 		t.Footnotes = append(t.Footnotes, line+".")
 	}
 	if m := v.Memory; m.N > 0 {
-		t.Footnotes = append(t.Footnotes, fmt.Sprintf("Peak memory of the largest device over %d runs: MAPE %.1f %%, max error %.1f %%; "+
+		t.Footnotes = append(t.Footnotes, fmt.Sprintf("Peak memory of the largest device over %d configurations: MAPE %.1f %%, max error %.1f %%; "+
 			"largest error of any device %.1f %%.", m.N, 100*m.MAPE, 100*m.MaxErr, 100*m.DeviceMaxErr))
 	}
 	for _, s := range v.Skipped {

@@ -1,0 +1,185 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// scaledOps are the op kinds whose price the fitted scales correct: the
+// ops priced from the block, loss and update fits.
+var scaledOps = [...]string{"forward", "backward", "recompute", "predict", "loss", "update"}
+
+// opScale is one op kind's fitted scale: the median ratio at each
+// micro-batch size the records measured, in increasing order of size,
+// and the median over every record.
+type opScale struct {
+	micro []float64 // samples per micro-batch, B/M
+	ratio []float64
+	all   float64
+}
+
+// at returns the scale at micro-batch size m: the fitted ratio where m
+// was measured, interpolated linearly in log m between measured sizes,
+// and the median over all sizes outside them, where how the ratio goes
+// on changing cannot be told from the data.
+func (s opScale) at(m float64) float64 {
+	n := len(s.micro)
+	switch {
+	case n == 0:
+		return 1
+	case m < s.micro[0] || m > s.micro[n-1]:
+		return s.all
+	}
+	i := sort.SearchFloat64s(s.micro, m) // s.micro[i-1] < m ≤ s.micro[i], or i = 0 at m = s.micro[0]
+	if s.micro[i] == m {
+		return s.ratio[i]
+	}
+	lo, hi := math.Log(s.micro[i-1]), math.Log(s.micro[i])
+	f := (math.Log(m) - lo) / (hi - lo)
+	return s.ratio[i-1] + f*(s.ratio[i]-s.ratio[i-1])
+}
+
+// fitScales fits, for each op kind of scaledOps and each micro-batch size
+// m = B/M the records measured, the factor by which the records' ops of
+// that kind take longer than the fits price them: the median over the
+// records at m of their measured mean time per step in ops of the kind,
+// summed over devices, over the same ops priced by the fits.
+//
+// The lines are fitted to each block's typical time per call, the median
+// of a run's calls and the densest cluster over runs (see typical), but a
+// step takes the sum of its ops, and a sum follows the calls' mean: the
+// calls' times are skewed to the slow side (an allocation that faults its
+// pages in, a garbage collection, a cache another op just emptied), so
+// summing typical block times prices a step short. The factor measures
+// that in the records themselves, on whole ops, rather than assuming a
+// distribution for the calls. It depends on m because the working set
+// does: measured at 32×32 on two cores, 1.02–1.05 for ResNet-50's
+// forward at m ≤ 8 and 1.10 at m = 16, where a step's activations no
+// longer fit the caches. Between measured sizes the factor is
+// interpolated, and outside them it is the median over all records (see
+// opScale.at).
+//
+// A kind no record measured keeps 1; recompute and predict, priced by the
+// forward lines when they were never measured, take forward's factors
+// then too. Records without per-device busy times, or of a model this
+// build cannot simulate, are left out.
+func (c *CostModel) fitScales(recs []*profiler.Record) {
+	c.scale = map[string]opScale{}
+	ratios := map[string]map[int][]float64{} // op → m → ratios
+	for _, op := range scaledOps {
+		ratios[op] = map[int][]float64{}
+	}
+	pricedOf := map[string]map[string]float64{} // by runKey: repeated runs price alike
+	for _, r := range recs {
+		if len(r.Devices) == 0 {
+			continue // no busy times to compare with
+		}
+		k := runKey(r)
+		priced, ok := pricedOf[k]
+		if !ok {
+			var err error
+			if priced, err = c.pricedBusy(r); err != nil {
+				// A model or schedule this build cannot simulate:
+				// Predict reports it when asked to forecast one.
+				priced = nil
+			}
+			pricedOf[k] = priced
+		}
+		if priced == nil {
+			continue
+		}
+		measured := map[string]float64{}
+		for _, d := range r.Devices {
+			for op, ns := range d.BusyNanosByOp {
+				measured[op] += float64(ns)
+			}
+		}
+		m := r.Config.Batch / r.Config.Micro
+		for _, op := range scaledOps {
+			if priced[op] > 0 && measured[op] > 0 {
+				ratios[op][m] = append(ratios[op][m], measured[op]/priced[op])
+			}
+		}
+	}
+	for _, op := range scaledOps {
+		byM, note := ratios[op], ""
+		if len(byM) == 0 && (op == "recompute" || op == "predict") && len(ratios["forward"]) > 0 {
+			byM, note = ratios["forward"], " (never measured: forward's)"
+		}
+		if len(byM) == 0 {
+			c.reports = append(c.reports, FitReport{Name: "scale " + op + " (no data: 1)", Variable: "none", Unit: "×", Line: Line{Intercept: 1}})
+			continue
+		}
+		var s opScale
+		var all []float64
+		for _, v := range byM {
+			all = append(all, v...)
+		}
+		s.all = median(all)
+		for _, m := range sortedKeys(boolKeys(byM)) {
+			v := byM[m]
+			l := Line{Intercept: median(v), Points: len(v)}
+			var ss float64
+			for _, x := range v {
+				ss += (x - l.Intercept) * (x - l.Intercept)
+				l.MaxRelErr = math.Max(l.MaxRelErr, math.Abs(x-l.Intercept)/l.Intercept)
+			}
+			l.RMSE = math.Sqrt(ss / float64(len(v)))
+			s.micro = append(s.micro, float64(m))
+			s.ratio = append(s.ratio, l.Intercept)
+			c.reports = append(c.reports, FitReport{Name: fmt.Sprintf("scale %s at %d samples%s", op, m, note), Variable: "none", Unit: "×", Line: l})
+		}
+		c.scale[op] = s
+	}
+}
+
+// boolKeys returns the set of a map's keys.
+func boolKeys[V any](m map[int]V) map[int]bool {
+	out := make(map[int]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// Scale returns the factor the price of an op of kind op is multiplied
+// by in a configuration of micro micro-batch samples (see fitScales): 1
+// for kinds the scales do not cover.
+func (c *CostModel) Scale(op string, micro int) float64 {
+	return c.scale[op].at(float64(micro))
+}
+
+// pricedBusy returns the time per step the fits price the ops of each
+// kind of scaledOps at in the configuration and partition of r, summed
+// over devices, unscaled.
+func (c *CostModel) pricedBusy(r *profiler.Record) (map[string]float64, error) {
+	cfg, err := ConfigOf(r)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := newSimulation(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sim.unscaled = true
+	out := map[string]float64{}
+	for _, ops := range sim.prog.Devices {
+		for _, o := range ops {
+			switch o.Kind {
+			case schedule.Forward, schedule.Backward, schedule.Recompute, schedule.Predict, schedule.Loss, schedule.Update:
+			default:
+				continue
+			}
+			p, err := sim.priceOp(o, 0)
+			if err != nil {
+				return nil, err
+			}
+			out[o.Kind.String()] += p.nanos
+		}
+	}
+	return out, nil
+}
