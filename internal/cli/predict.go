@@ -317,7 +317,7 @@ func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.K
 func predictTable(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) *reports.Table {
 	return reports.RunsTable(preds, reports.RunsTableOptions{
 		Title:     predictTitle(preds, keys, recs),
-		Footnotes: predictFootnotes(keys, recs),
+		Footnotes: predictFootnotes(preds, keys, recs),
 	})
 }
 
@@ -326,13 +326,29 @@ func predictTitle(preds []profiler.Record, keys []predictor.Key, recs []profiler
 	return fmt.Sprintf("pipecast predict: %d predicted runs from %d measured runs", len(preds), countOfKeys(recs, keys))
 }
 
-// predictFootnotes name the cost models behind the forecasts.
-func predictFootnotes(keys []predictor.Key, recs []profiler.Record) []string {
+// predictFootnotes name the cost models behind the forecasts, and say
+// where a forecast needs more cores than the runs were measured on.
+func predictFootnotes(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) []string {
 	notes := []string{"Predicted, not measured: each run's schedule simulated with per-block, transfer and update costs " +
 		"fitted to the measured runs, so step, min and max are the one simulated step; peak memory from an exact " +
 		"replay of the runner's memory accounting."}
 	for _, k := range keys {
 		notes = append(notes, fmt.Sprintf("Fitted to %d measured runs of %s.", countOfKeys(recs, []predictor.Key{k}), k))
+	}
+	var over []string
+	cores := 0
+	for _, p := range preds {
+		c := p.Config
+		if n := p.Env.Cores; n > 0 && c.Devices*c.Threads > n {
+			cores = n
+			if s := fmt.Sprintf("%d×%d", c.Devices, c.Threads); !slices.Contains(over, s) {
+				over = append(over, s)
+			}
+		}
+	}
+	if len(over) > 0 {
+		notes = append(notes, fmt.Sprintf("Forecasts give every device cores of its own: %s threads exceed the %d cores "+
+			"the runs were measured on, where such a run would share cores and take longer.", strings.Join(over, ", "), cores))
 	}
 	return notes
 }
