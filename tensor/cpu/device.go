@@ -26,6 +26,8 @@ type Device struct {
 	mem  tensor.MemCounter
 	// spares keeps released scratch buffers for the next kernels.
 	spares spares
+	// cache keeps released tensors' memory for later allocations.
+	cache allocCache
 	// extGemm, when set, computes every product of the device instead of
 	// the backend's own GEMM (the openblas build's backend). It runs its
 	// own threads: kernels must then not call products from the pool's
@@ -62,12 +64,21 @@ func (d *Device) Alloc(cat tensor.Category, shape ...int) *tensor.Tensor {
 	}
 	n := s.Numel()
 	d.mem.Alloc(cat, int64(n)*tensor.BytesPerElement)
-	return tensor.NewTensor(d, cat, s, make([]float32, n))
+	mem := d.cache.take(n)
+	if mem == nil {
+		mem = make([]float32, n)
+	}
+	return tensor.NewTensor(d, cat, s, mem)
 }
 
-// Free accounts a released storage; the garbage collector reclaims it.
+// Free accounts a released storage and keeps its memory for a later
+// allocation of the same size (see allocCache); the storage itself no
+// longer holds it.
 func (d *Device) Free(s *tensor.Storage) {
 	d.mem.Free(s.Category(), s.Bytes())
+	if b, ok := s.Mem.([]float32); ok {
+		d.cache.give(b[:cap(b)], 2*d.mem.Stats().PeakTotalBytes)
+	}
 	s.Mem = nil
 }
 
@@ -116,12 +127,14 @@ func (d *Device) Now() int64 { return tensor.Nanotime() }
 // Sync returns at once: CPU kernels are synchronous.
 func (d *Device) Sync() {}
 
-// Close stops the worker threads and drops the kept scratch buffers.
+// Close stops the worker threads and drops the kept scratch buffers and
+// cached memory.
 func (d *Device) Close() error {
 	d.pool.close()
 	d.spares.mu.Lock()
 	d.spares.bufs = nil // the kept scratch goes with the device
 	d.spares.mu.Unlock()
+	d.cache.drop()
 	return nil
 }
 

@@ -1,0 +1,96 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// withCacheMode runs f with the cache configured as by PIPECAST_CPU_CACHE=mode.
+func withCacheMode(t *testing.T, mode string, f func()) {
+	t.Helper()
+	old := cacheMode
+	cacheMode = mode
+	defer func() { cacheMode = old }()
+	f()
+}
+
+func TestAllocReusesReleasedMemoryZeroed(t *testing.T) {
+	withCacheMode(t, "", func() {
+		d := New(tensor.Options{Threads: 1})
+		defer d.Close()
+		a := d.Alloc(tensor.Activations, 4, 8)
+		da := Data(a)
+		for i := range da {
+			da[i] = float32(i + 1)
+		}
+		first := &da[0]
+		a.Release()
+		if got := d.cache.cached(); got != 32*4 {
+			t.Fatalf("cache holds %d bytes after releasing 128, want 128", got)
+		}
+		b := d.Alloc(tensor.Gradients, 8, 4) // same size, another shape and category
+		db := Data(b)
+		if &db[0] != first {
+			t.Error("an allocation of the released size got fresh memory, want the released memory")
+		}
+		for i, v := range db {
+			if v != 0 {
+				t.Fatalf("reused memory not zeroed: element %d = %v", i, v)
+			}
+		}
+		if got := d.cache.cached(); got != 0 {
+			t.Errorf("cache holds %d bytes after handing its buffer out, want 0", got)
+		}
+		c := d.Alloc(tensor.Activations, 31) // another size: fresh
+		if &Data(c)[0] == first {
+			t.Error("an allocation of another size got the cached buffer")
+		}
+		if s := d.Memory(); s.LiveTotalBytes != (32+31)*4 {
+			t.Errorf("live bytes %d, want %d: the cache must not change the accounting", s.LiveTotalBytes, (32+31)*4)
+		}
+		b.Release()
+		c.Release()
+	})
+}
+
+func TestAllocCacheLimit(t *testing.T) {
+	withCacheMode(t, "", func() {
+		var c allocCache
+		c.give(make([]float32, 10), 100)
+		c.give(make([]float32, 20), 100) // 40 + 80 > 100: dropped
+		if got := c.cached(); got != 40 {
+			t.Errorf("cache holds %d bytes, want 40 (the second buffer over the limit)", got)
+		}
+		if c.take(20) != nil {
+			t.Error("take(20) found a buffer the limit dropped")
+		}
+		if b := c.take(10); len(b) != 10 {
+			t.Errorf("take(10) = %d elements, want the kept 10", len(b))
+		}
+	})
+}
+
+func TestAllocCacheOffAndPoison(t *testing.T) {
+	withCacheMode(t, "off", func() {
+		var c allocCache
+		c.give(make([]float32, 10), 1<<20)
+		if c.cached() != 0 || c.take(10) != nil {
+			t.Error("PIPECAST_CPU_CACHE=off kept a buffer")
+		}
+	})
+	withCacheMode(t, "poison", func() {
+		var c allocCache
+		b := []float32{1, 2, 3}
+		c.give(b, 1<<20)
+		for i, v := range b {
+			if !math.IsNaN(float64(v)) {
+				t.Errorf("poisoned buffer element %d = %v, want NaN", i, v)
+			}
+		}
+		if got := c.take(3); got[0] != 0 || got[1] != 0 || got[2] != 0 {
+			t.Errorf("take after poisoning = %v, want zeros", got)
+		}
+	})
+}
