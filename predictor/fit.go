@@ -55,7 +55,7 @@ type CostModel struct {
 	update   Line
 	transfer map[string]Line
 	overhead map[string]float64
-	scale    map[string]opScale
+	scale    map[string]opScales
 	reports  []FitReport
 	relErr   float64
 	samples  []int

@@ -57,21 +57,26 @@ func (s opScale) at(m float64) float64 {
 // summing typical block times prices a step short. The factor measures
 // that in the records themselves, on whole ops, rather than assuming a
 // distribution for the calls. It depends on m because the working set
-// does: measured at 32×32 on two cores, 1.02–1.05 for ResNet-50's
+// does: measured at 32×32 on two cores, 1.05–1.08 for ResNet-50's
 // forward at m ≤ 8 and 1.10 at m = 16, where a step's activations no
 // longer fit the caches. Between measured sizes the factor is
 // interpolated, and outside them it is the median over all records (see
 // opScale.at).
+//
+// The records of each device count K give their own scales too, which a
+// forecast for that K uses: two devices each running their own stage keep
+// different data in their caches than one device running every stage.
+// A forecast for a K no record measured takes the scales of all records.
 //
 // A kind no record measured keeps 1; recompute and predict, priced by the
 // forward lines when they were never measured, take forward's factors
 // then too. Records without per-device busy times, or of a model this
 // build cannot simulate, are left out.
 func (c *CostModel) fitScales(recs []*profiler.Record) {
-	c.scale = map[string]opScale{}
-	ratios := map[string]map[int][]float64{} // op → m → ratios
+	c.scale = map[string]opScales{}
+	ratios := map[string]map[int]map[int][]float64{} // op → K → m → ratios
 	for _, op := range scaledOps {
-		ratios[op] = map[int][]float64{}
+		ratios[op] = map[int]map[int][]float64{}
 	}
 	pricedOf := map[string]map[string]float64{} // by runKey: repeated runs price alike
 	for _, r := range recs {
@@ -98,43 +103,69 @@ func (c *CostModel) fitScales(recs []*profiler.Record) {
 				measured[op] += float64(ns)
 			}
 		}
-		m := r.Config.Batch / r.Config.Micro
+		m, devs := r.Config.Batch/r.Config.Micro, r.Config.Devices
 		for _, op := range scaledOps {
 			if priced[op] > 0 && measured[op] > 0 {
-				ratios[op][m] = append(ratios[op][m], measured[op]/priced[op])
+				if ratios[op][devs] == nil {
+					ratios[op][devs] = map[int][]float64{}
+				}
+				ratios[op][devs][m] = append(ratios[op][devs][m], measured[op]/priced[op])
 			}
 		}
 	}
 	for _, op := range scaledOps {
-		byM, note := ratios[op], ""
-		if len(byM) == 0 && (op == "recompute" || op == "predict") && len(ratios["forward"]) > 0 {
-			byM, note = ratios["forward"], " (never measured: forward's)"
+		byK, note := ratios[op], ""
+		if len(byK) == 0 && (op == "recompute" || op == "predict") && len(ratios["forward"]) > 0 {
+			byK, note = ratios["forward"], " (never measured: forward's)"
 		}
-		if len(byM) == 0 {
+		if len(byK) == 0 {
 			c.reports = append(c.reports, FitReport{Name: "scale " + op + " (no data: 1)", Variable: "none", Unit: "×", Line: Line{Intercept: 1}})
 			continue
 		}
-		var s opScale
-		var all []float64
-		for _, v := range byM {
-			all = append(all, v...)
-		}
-		s.all = median(all)
-		for _, m := range sortedKeys(boolKeys(byM)) {
-			v := byM[m]
-			l := Line{Intercept: median(v), Points: len(v)}
-			var ss float64
-			for _, x := range v {
-				ss += (x - l.Intercept) * (x - l.Intercept)
-				l.MaxRelErr = math.Max(l.MaxRelErr, math.Abs(x-l.Intercept)/l.Intercept)
+		pooled := map[int][]float64{}
+		for _, byM := range byK {
+			for m, v := range byM {
+				pooled[m] = append(pooled[m], v...)
 			}
-			l.RMSE = math.Sqrt(ss / float64(len(v)))
-			s.micro = append(s.micro, float64(m))
-			s.ratio = append(s.ratio, l.Intercept)
-			c.reports = append(c.reports, FitReport{Name: fmt.Sprintf("scale %s at %d samples%s", op, m, note), Variable: "none", Unit: "×", Line: l})
 		}
-		c.scale[op] = s
+		ss := opScales{pooled: c.opScale(pooled, "scale "+op, note), byK: map[int]opScale{}}
+		for _, k := range sortedKeys(boolKeys(byK)) {
+			ss.byK[k] = c.opScale(byK[k], fmt.Sprintf("scale %s on %d devices", op, k), note)
+		}
+		c.scale[op] = ss
 	}
+}
+
+// opScale fits one scale from its ratios by micro-batch size and reports
+// each size's median under name.
+func (c *CostModel) opScale(byM map[int][]float64, name, note string) opScale {
+	var s opScale
+	var all []float64
+	for _, v := range byM {
+		all = append(all, v...)
+	}
+	s.all = median(all)
+	for _, m := range sortedKeys(boolKeys(byM)) {
+		v := byM[m]
+		l := Line{Intercept: median(v), Points: len(v)}
+		var ss float64
+		for _, x := range v {
+			ss += (x - l.Intercept) * (x - l.Intercept)
+			l.MaxRelErr = math.Max(l.MaxRelErr, math.Abs(x-l.Intercept)/l.Intercept)
+		}
+		l.RMSE = math.Sqrt(ss / float64(len(v)))
+		s.micro = append(s.micro, float64(m))
+		s.ratio = append(s.ratio, l.Intercept)
+		c.reports = append(c.reports, FitReport{Name: fmt.Sprintf("%s at %d samples%s", name, m, note), Variable: "none", Unit: "×", Line: l})
+	}
+	return s
+}
+
+// opScales are an op kind's scales: over every record, and over the
+// records of each device count.
+type opScales struct {
+	pooled opScale
+	byK    map[int]opScale
 }
 
 // boolKeys returns the set of a map's keys.
@@ -147,10 +178,19 @@ func boolKeys[V any](m map[int]V) map[int]bool {
 }
 
 // Scale returns the factor the price of an op of kind op is multiplied
-// by in a configuration of micro micro-batch samples (see fitScales): 1
-// for kinds the scales do not cover.
-func (c *CostModel) Scale(op string, micro int) float64 {
-	return c.scale[op].at(float64(micro))
+// by in a configuration of devices devices and micro micro-batch samples
+// (see fitScales): the scale of the records of that device count where
+// there are any, else of all records; 1 for kinds the scales do not
+// cover.
+func (c *CostModel) Scale(op string, devices, micro int) float64 {
+	ss, ok := c.scale[op]
+	if !ok {
+		return 1
+	}
+	if s, ok := ss.byK[devices]; ok {
+		return s.at(float64(micro))
+	}
+	return ss.pooled.at(float64(micro))
 }
 
 // pricedBusy returns the time per step the fits price the ops of each

@@ -561,7 +561,7 @@ func TestFitScales(t *testing.T) {
 		// The forward lines fit the typical block time, which a step's
 		// ops exceed: the scales sit a little above 1.
 		for _, m := range []int{1, 2, 3, 4, 8, 16, 32} {
-			if s := c.Scale(op, m); s < 0.9 || s > 1.4 {
+			if s := c.Scale(op, 1, m); s < 0.9 || s > 1.4 {
 				t.Errorf("scale %s at m = %d: %.3f, want within [0.9, 1.4]", op, m, s)
 			}
 		}
@@ -580,12 +580,12 @@ func TestFitScales(t *testing.T) {
 	s := onlyModel(t, mustFit(t, slower))
 	for _, op := range scaledOps {
 		for _, m := range []int{1, 2, 3, 4, 8, 16, 32} {
-			want := c.Scale(op, m)
+			want := c.Scale(op, 1, m)
 			// Predict, never measured at K = 1, takes forward's scale.
 			if op == "forward" || op == "predict" {
 				want *= 1.3
 			}
-			if got := s.Scale(op, m); !closeTo(got, want, 1e-3) {
+			if got := s.Scale(op, 1, m); !closeTo(got, want, 1e-3) {
 				t.Errorf("with forward 30 %% slower: scale %s at m = %d: %.4f, want %.4f", op, m, got, want)
 			}
 		}
@@ -608,11 +608,56 @@ func TestFitScales(t *testing.T) {
 		for op, ns := range a.Devices[d].BusyNanosByOp {
 			want := float64(ns)
 			if op == "forward" {
-				want *= s.Scale(op, 4) / c.Scale(op, 4)
+				want *= s.Scale(op, 2, 4) / c.Scale(op, 2, 4)
 			}
 			if got := float64(b.Devices[d].BusyNanosByOp[op]); math.Abs(got-want) > 1e-6*want+10 {
 				t.Errorf("device %d %s: %.0f ns forecast with forward scaled, want %.0f", d, op, got, want)
 			}
+		}
+	}
+}
+
+// TestFitScalesByDevices checks that a forecast for a device count the
+// records measured takes that count's scales, and one for another count
+// the scales of all records.
+func TestFitScalesByDevices(t *testing.T) {
+	var recs []profiler.Record
+	for _, r := range readValidation(t) {
+		if r.Config.Model == "resnet50" {
+			recs = append(recs, r)
+		}
+	}
+	c := onlyModel(t, mustFit(t, recs))
+	slower := make([]profiler.Record, len(recs))
+	for i, r := range recs {
+		slower[i] = r
+		if r.Config.Devices != 2 {
+			continue
+		}
+		slower[i].Devices = nil
+		for _, d := range r.Devices {
+			busy := maps.Clone(d.BusyNanosByOp)
+			busy["backward"] = int64(math.Round(1.5 * float64(busy["backward"])))
+			d.BusyNanosByOp = busy
+			slower[i].Devices = append(slower[i].Devices, d)
+		}
+	}
+	s := onlyModel(t, mustFit(t, slower))
+	for _, m := range []int{2, 4, 8, 16} {
+		if got, want := s.Scale("backward", 2, m), 1.5*c.Scale("backward", 2, m); !closeTo(got, want, 1e-3) {
+			t.Errorf("K = 2 backward 50 %% slower: scale on 2 devices at m = %d: %.4f, want %.4f", m, got, want)
+		}
+		if got, want := s.Scale("backward", 1, m), c.Scale("backward", 1, m); got != want {
+			t.Errorf("K = 2 backward 50 %% slower: scale on 1 device at m = %d: %.4f, want it unchanged, %.4f", m, got, want)
+		}
+		if got, want := s.Scale("forward", 2, m), c.Scale("forward", 2, m); got != want {
+			t.Errorf("K = 2 backward 50 %% slower: forward scale on 2 devices at m = %d: %.4f, want it unchanged, %.4f", m, got, want)
+		}
+		// K = 4 was never measured: the scales of all records, between
+		// those of K = 1 and of the slowed K = 2.
+		lo, hi := s.Scale("backward", 1, m), s.Scale("backward", 2, m)
+		if got := s.Scale("backward", 4, m); got < min(lo, hi) || got > max(lo, hi) {
+			t.Errorf("scale on 4 devices at m = %d: %.4f, want between K = 1's %.4f and K = 2's %.4f", m, got, lo, hi)
 		}
 	}
 }

@@ -276,7 +276,7 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	}
 	p.nanos = max(p.nanos, 0) // a fitted line may dip below zero off its data
 	if !s.unscaled {
-		p.nanos *= s.c.Scale(o.Kind.String(), mb)
+		p.nanos *= s.c.Scale(o.Kind.String(), s.cfg.Schedule.Devices, mb)
 	}
 	return p, nil
 }
