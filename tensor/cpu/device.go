@@ -21,9 +21,10 @@ func init() {
 // Device is a CPU device: host memory accounted by category and a pool of
 // worker threads for its kernels.
 type Device struct {
-	name string
-	pool *pool
-	mem  tensor.MemCounter
+	name    string
+	backend string // BackendName, or the openblas build's backend
+	pool    *pool
+	mem     tensor.MemCounter
 	// spares keeps released scratch buffers for the next kernels.
 	spares spares
 	// cache keeps released tensors' memory for later allocations.
@@ -44,14 +45,15 @@ var _ tensor.Device = (*Device)(nil)
 
 // New opens a CPU device with o.Threads worker threads (at least 1).
 func New(o tensor.Options) *Device {
-	return &Device{name: fmt.Sprintf("%s:%d", BackendName, o.Index), pool: newPool(max(o.Threads, 1))}
+	return &Device{name: fmt.Sprintf("%s:%d", BackendName, o.Index), backend: BackendName, pool: newPool(max(o.Threads, 1))}
 }
 
 // Name returns "cpu:<index>".
 func (d *Device) Name() string { return d.name }
 
-// Backend returns "cpu".
-func (d *Device) Backend() string { return BackendName }
+// Backend returns the name of the backend that opened the device: "cpu",
+// or "openblas" for NewOpenBLAS's.
+func (d *Device) Backend() string { return d.backend }
 
 // Threads returns the size of the device's worker pool.
 func (d *Device) Threads() int { return d.pool.threads }

@@ -33,6 +33,7 @@ func init() {
 func NewOpenBLAS(o tensor.Options) *Device {
 	d := New(o)
 	d.name = fmt.Sprintf("%s:%d", OpenBLASBackendName, o.Index)
+	d.backend = OpenBLASBackendName
 	threads := d.pool.threads
 	d.extGemm = func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 		openblas.Sgemm(threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

@@ -25,8 +25,8 @@ func TestOpenBLASRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.Name() != "openblas:1" || d.Threads() != 2 {
-		t.Errorf("got %s with %d threads, want openblas:1 with 2 threads", d.Name(), d.Threads())
+	if d.Name() != "openblas:1" || d.Threads() != 2 || d.Backend() != "openblas" {
+		t.Errorf("got %s with %d threads on %s, want openblas:1 with 2 threads on openblas", d.Name(), d.Threads(), d.Backend())
 	}
 	// The plain backend keeps its own GEMM in this build too: its
 	// products hold packing scratch, OpenBLAS's hold none of the
