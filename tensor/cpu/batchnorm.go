@@ -201,7 +201,8 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 // a run of consecutive channels, one value each, and they loop over it
 // directly; otherwise each channel's hw values are a contiguous run that
 // the loops unroll by four with independent accumulators, so that the
-// float64 additions do not wait on each other.
+// float64 additions do not wait on each other, after the AVX-512 loops of
+// bn_amd64.s have taken its runs of 16 where the CPU has them (bnSIMD).
 
 // bnShiftedSums adds each channel's Σ (x − shift) to s1 and Σ (x − shift)²
 // to s2, in float64.
@@ -226,6 +227,12 @@ func bnShiftedSums(x []float32, hw int, shift []float32, s1, s2 []float64) {
 func bnShiftedSum(x []float32, k float64) (s1, s2 float64) {
 	var a0, a1, a2, a3, q0, q1, q2, q3 float64
 	i := 0
+	if n := len(x) &^ 15; bnSIMD && n > 0 {
+		var acc [16]float64
+		bnShiftedSum16(&x[0], n, k, &acc)
+		a0, q0 = sum8(acc[:8]), sum8(acc[8:])
+		i = n
+	}
 	for ; i <= len(x)-4; i += 4 {
 		v := x[i : i+4 : i+4]
 		d0, d1 := float64(v[0])-k, float64(v[1])-k
@@ -239,6 +246,12 @@ func bnShiftedSum(x []float32, k float64) (s1, s2 float64) {
 		q0 += d * d
 	}
 	return (a0 + a1) + (a2 + a3), (q0 + q1) + (q2 + q3)
+}
+
+// sum8 adds up 8 partial sums pairwise.
+func sum8(v []float64) float64 {
+	v = v[:8]
+	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
 }
 
 // bnGradientSums adds each channel's Σ dy to sumDy and Σ dy·(x − mean) to
@@ -266,6 +279,12 @@ func bnGradientSum(x, dy []float32, mean float64) (s, sx float64) {
 	var s0, s1, s2, s3, t0, t1, t2, t3 float64
 	dy = dy[:len(x)]
 	i := 0
+	if n := len(x) &^ 15; bnSIMD && n > 0 {
+		var acc [16]float64
+		bnGradientSum16(&x[0], &dy[0], n, mean, &acc)
+		s0, t0 = sum8(acc[:8]), sum8(acc[8:])
+		i = n
+	}
 	for ; i <= len(x)-4; i += 4 {
 		v, g := x[i:i+4:i+4], dy[i:i+4:i+4]
 		g0, g1, g2, g3 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
@@ -300,6 +319,10 @@ func bnAffine(x, y []float32, hw int, m, a, b []float32) {
 		aj, bj := a[j], b[j]
 		yp = yp[:len(xp)]
 		i := 0
+		if n := len(xp) &^ 15; bnSIMD && n > 0 {
+			bnAffine16(&xp[0], &yp[0], n, mj, aj, bj)
+			i = n
+		}
 		for ; i <= len(xp)-4; i += 4 {
 			u, v := xp[i:i+4:i+4], yp[i:i+4:i+4]
 			v[0] = (u[0]-mj)*aj + bj
@@ -329,6 +352,10 @@ func bnGradient(x, dy, dx []float32, hw int, mean, p, q, r []float32) {
 		pj, qj, rj := p[j], q[j], r[j]
 		dyp, dxp = dyp[:len(xp)], dxp[:len(xp)]
 		i := 0
+		if n := len(xp) &^ 15; bnSIMD && n > 0 {
+			bnGradient16(&xp[0], &dyp[0], &dxp[0], n, m, pj, qj, rj)
+			i = n
+		}
 		for ; i <= len(xp)-4; i += 4 {
 			u, g, o := xp[i:i+4:i+4], dyp[i:i+4:i+4], dxp[i:i+4:i+4]
 			o[0] = g[0]*pj + (u[0]-m)*qj + rj
