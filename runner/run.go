@@ -86,6 +86,10 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 	}
+	if t.cfg.Schedule.Devices == 1 {
+		release := reserveProcs(max(t.cfg.Threads, 1))
+		defer release()
+	}
 	for i := 0; i < opts.Warmup+opts.Steps; i++ {
 		s, err := t.Step(ctx)
 		if err != nil {
