@@ -82,13 +82,15 @@ export them as report does (--svg: the first prediction's timeline).
 
 --validate checks the predictor on the data instead: it holds runs out
 (--holdout devices: each device count in turn; microbatch: each
-micro-batch size in turn; random: five seeded folds), forecasts them from
-the rest and prints, per schedule and overall, the mean and largest
-relative error, Kendall's τ between forecast and measured step times, the
-measurements' own noise and the errors of a black-box regression baseline,
-then whether the faster of gpipe and coop was forecast right and the error
-of the forecast peak memory. --svg then draws forecast against measured
-step times.`,
+micro-batch size in turn; random: five seeded folds of configurations),
+forecasts them from the rest and prints, per schedule and overall, the
+mean and largest relative error, Kendall's τ between forecast and
+measured step times, the measurements' own noise (within a run, and
+between the runs of a configuration measured more than once, which count
+as one point at the median of all their steps) and the errors of a
+black-box regression baseline, then whether the faster of gpipe and coop
+was forecast right and the error of the forecast peak memory. --svg then
+draws forecast against measured step times.`,
 		Example: `  pipecast predict --data runs/runs.jsonl --devices 2,4
   pipecast predict --data k1.jsonl,k2.jsonl --schedule gpipe,coop,1f1b --microbatches 4,8 --out forecast
   pipecast predict --data runs/runs.jsonl --validate --holdout devices --svg accuracy.svg`,
