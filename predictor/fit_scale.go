@@ -2,7 +2,9 @@ package predictor
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/pipecast/pipecast/profiler"
@@ -129,7 +131,7 @@ func (c *CostModel) fitScales(recs []*profiler.Record) {
 			}
 		}
 		ss := opScales{pooled: c.opScale(pooled, "scale "+op, note), byK: map[int]opScale{}}
-		for _, k := range sortedKeys(boolKeys(byK)) {
+		for _, k := range slices.Sorted(maps.Keys(byK)) {
 			ss.byK[k] = c.opScale(byK[k], fmt.Sprintf("scale %s on %d devices", op, k), note)
 		}
 		c.scale[op] = ss
@@ -145,7 +147,7 @@ func (c *CostModel) opScale(byM map[int][]float64, name, note string) opScale {
 		all = append(all, v...)
 	}
 	s.all = median(all)
-	for _, m := range sortedKeys(boolKeys(byM)) {
+	for _, m := range slices.Sorted(maps.Keys(byM)) {
 		v := byM[m]
 		l := Line{Intercept: median(v), Points: len(v)}
 		var ss float64
@@ -166,15 +168,6 @@ func (c *CostModel) opScale(byM map[int][]float64, name, note string) opScale {
 type opScales struct {
 	pooled opScale
 	byK    map[int]opScale
-}
-
-// boolKeys returns the set of a map's keys.
-func boolKeys[V any](m map[int]V) map[int]bool {
-	out := make(map[int]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }
 
 // Scale returns the factor the price of an op of kind op is multiplied

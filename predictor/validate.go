@@ -354,7 +354,7 @@ func groupRuns(recs []profiler.Record) [][]profiler.Record {
 // (max − min)/median; and (max − min)/median of the runs' median step
 // times. Runs that list no steps count their summary's median, minimum
 // and maximum.
-func measuredSteps(runs []profiler.Record) (median, noise, spread float64) {
+func measuredSteps(runs []profiler.Record) (med, noise, spread float64) {
 	var all, noises, medians []float64
 	for _, r := range runs {
 		steps := []float64{float64(r.Summary.StepNanosMedian), float64(r.Summary.StepNanosMin), float64(r.Summary.StepNanosMax)}
@@ -365,22 +365,17 @@ func measuredSteps(runs []profiler.Record) (median, noise, spread float64) {
 			}
 		}
 		all = append(all, steps...)
-		lo, hi, med := slices.Min(steps), slices.Max(steps), medianOf(steps)
-		if med > 0 {
-			noises = append(noises, (hi-lo)/med)
-			medians = append(medians, med)
+		lo, hi, m := slices.Min(steps), slices.Max(steps), median(steps)
+		if m > 0 {
+			noises = append(noises, (hi-lo)/m)
+			medians = append(medians, m)
 		}
 	}
-	median = medianOf(all)
+	med = median(all)
 	if len(medians) > 1 {
-		spread = (slices.Max(medians) - slices.Min(medians)) / medianOf(medians)
+		spread = (slices.Max(medians) - slices.Min(medians)) / median(medians)
 	}
-	return median, medianOf(noises), spread
-}
-
-// medianOf returns the median of v without reordering it (0 for none).
-func medianOf(v []float64) float64 {
-	return median(slices.Clone(v))
+	return med, median(noises), spread
 }
 
 // ConfigOf returns the runner configuration of a record: its model,
@@ -464,7 +459,7 @@ func rowOf(name string, ps []Pair) ValidationRow {
 	}
 	row.RunSpread = math.NaN()
 	if len(spreads) > 0 {
-		row.RunSpread = medianOf(spreads)
+		row.RunSpread = median(spreads)
 	}
 	return row
 }
