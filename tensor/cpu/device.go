@@ -69,6 +69,7 @@ func (d *Device) Alloc(cat tensor.Category, shape ...int) *tensor.Tensor {
 	mem := d.cache.take(n)
 	if mem == nil {
 		mem = make([]float32, n)
+		adviseHugePages(mem)
 	}
 	return tensor.NewTensor(d, cat, s, mem)
 }

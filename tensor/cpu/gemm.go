@@ -221,6 +221,7 @@ func (d *Device) scratch(n int) (buf []float32, release func()) {
 	buf = d.spares.take(n)
 	if buf == nil {
 		buf = make([]float32, n)
+		adviseHugePages(buf)
 	}
 	bytes := int64(n) * tensor.BytesPerElement
 	d.mem.Alloc(tensor.Workspace, bytes)
