@@ -105,24 +105,13 @@ func TestAccuracyMicrobatchHoldout(t *testing.T) {
 	all := overall(v)
 	checkBars(t, []bar{
 		{name: "held-out micro-batch sizes: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
-		// Missed on the committed records (13.5 %): the largest errors
-		// are m = 16 forecast from m ≤ 8, where per-sample block times
-		// rise in a way the smaller sizes do not show.
-		{name: "held-out micro-batch sizes: max error", got: all.MaxErr, limit: 0.10},
+		// 7.7 % on the committed records; 9.6–14.9 % on earlier ones,
+		// before tensors sat on huge pages, where per-sample block times
+		// rose at m = 16 in a way the smaller sizes did not show.
+		{name: "held-out micro-batch sizes: max error", got: all.MaxErr, limit: 0.10, enforced: true},
 		{name: "held-out micro-batch sizes: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: "held-out micro-batch sizes: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
 	})
-	regressionGuard(t, "held-out micro-batch sizes: max error", all.MaxErr, 0.17)
-}
-
-// regressionGuard fails when a missed bar's value gets worse than the
-// committed records gave, with a little room: the bar is not met, but a
-// change to the predictor must not move further from it unnoticed.
-func regressionGuard(t *testing.T, name string, got, limit float64) {
-	t.Helper()
-	if got > limit {
-		t.Errorf("%s = %.4g, worse than the %.4g these records allow (the committed records gave less)", name, got, limit)
-	}
 }
 
 func TestAccuracyDevicesFromSingleDevice(t *testing.T) {
@@ -142,19 +131,18 @@ func TestAccuracyDevicesFromSingleDevice(t *testing.T) {
 	logValidation(t, v)
 	all := overall(v)
 	checkBars(t, []bar{
-		// Missed on the committed records (MAPE 6.4 %, max 11.7 %): in
-		// them every block ran 4–9 % faster in the K = 2 runs than in the
-		// K = 1 runs, which the K = 1 records cannot show. Earlier
-		// recordings showed 1–8 % and met both bars once (2.7 %, 6.6 %).
-		{name: "K=1 → K=2: MAPE", got: all.MAPE, limit: 0.05},
-		{name: "K=1 → K=2: max error", got: all.MaxErr, limit: 0.10},
+		// 4.3 % and 9.1 % on the committed records, within the runs' own
+		// spread (9.2 %). Blocks still run 1–7 % faster in the K = 2 runs
+		// than in the K = 1 runs, which the K = 1 records cannot show;
+		// before tensors sat on huge pages it was 4–13 % and recordings
+		// gave MAPE 2.7–6.5 %, max 6.6–13.4 %.
+		{name: "K=1 → K=2: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
+		{name: "K=1 → K=2: max error", got: all.MaxErr, limit: 0.10, enforced: true},
 		{name: "K=1 → K=2: Kendall τ", got: all.KendallTau, limit: 0.9, atLeast: true, enforced: true},
 		{name: "K=1 → K=2: gpipe-vs-coop winners agreeing", got: winnerAgreement(v), limit: 1, atLeast: true, enforced: true},
 		{name: "K=1 → K=2: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: "K=1 → K=2: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
 	})
-	regressionGuard(t, "K=1 → K=2: MAPE", all.MAPE, 0.075)
-	regressionGuard(t, "K=1 → K=2: max error", all.MaxErr, 0.15)
 }
 
 func TestAccuracyOtherHoldouts(t *testing.T) {

@@ -546,9 +546,10 @@ func BenchmarkFit1000(b *testing.B) {
 }
 
 // TestFitScales checks the op scales on measured records: making every
-// record's forward ops take 30 % longer makes the forward scale 30 %
-// larger and leaves the others, and a forecast prices its forward ops by
-// the scale.
+// record's forward and recompute ops take 30 % longer makes their scales
+// 30 % larger and leaves the others, and a forecast prices those ops by
+// the scales; making only the recompute ops slower moves the recompute
+// scale by less, as it rests on forward's ratios too.
 func TestFitScales(t *testing.T) {
 	var recs []profiler.Record
 	for _, r := range readValidation(t) {
@@ -566,28 +567,43 @@ func TestFitScales(t *testing.T) {
 			}
 		}
 	}
-	slower := make([]profiler.Record, len(recs))
-	for i, r := range recs {
-		slower[i] = r
-		slower[i].Devices = nil
-		for _, d := range r.Devices {
-			busy := maps.Clone(d.BusyNanosByOp)
-			busy["forward"] = int64(math.Round(1.3 * float64(busy["forward"])))
-			d.BusyNanosByOp = busy
-			slower[i].Devices = append(slower[i].Devices, d)
+	slowed := func(ops ...string) []profiler.Record {
+		out := make([]profiler.Record, len(recs))
+		for i, r := range recs {
+			out[i] = r
+			out[i].Devices = nil
+			for _, d := range r.Devices {
+				busy := maps.Clone(d.BusyNanosByOp)
+				for _, op := range ops {
+					busy[op] = int64(math.Round(1.3 * float64(busy[op])))
+				}
+				d.BusyNanosByOp = busy
+				out[i].Devices = append(out[i].Devices, d)
+			}
 		}
+		return out
 	}
-	s := onlyModel(t, mustFit(t, slower))
+	s := onlyModel(t, mustFit(t, slowed("forward", "recompute")))
 	for _, op := range scaledOps {
 		for _, m := range []int{1, 2, 3, 4, 8, 16, 32} {
 			want := c.Scale(op, 1, m)
 			// Predict, never measured at K = 1, takes forward's scale.
-			if op == "forward" || op == "predict" {
+			if op == "forward" || op == "recompute" || op == "predict" {
 				want *= 1.3
 			}
 			if got := s.Scale(op, 1, m); !closeTo(got, want, 1e-3) {
-				t.Errorf("with forward 30 %% slower: scale %s at m = %d: %.4f, want %.4f", op, m, got, want)
+				t.Errorf("with forward and recompute 30 %% slower: scale %s at m = %d: %.4f, want %.4f", op, m, got, want)
 			}
+		}
+	}
+	r := onlyModel(t, mustFit(t, slowed("recompute")))
+	for _, m := range []int{2, 4, 8} {
+		before, after := c.Scale("recompute", 1, m), r.Scale("recompute", 1, m)
+		if after < before-1e-9 || after > 1.2*before {
+			t.Errorf("with recompute alone 30 %% slower: scale recompute at m = %d went from %.4f to %.4f, want up by less than 20 %%", m, before, after)
+		}
+		if f := r.Scale("forward", 1, m); !closeTo(f, c.Scale("forward", 1, m), 1e-9) {
+			t.Errorf("with recompute alone 30 %% slower: scale forward at m = %d moved to %.4f", m, f)
 		}
 	}
 	cfg, err := ConfigOf(&recs[0])
@@ -607,11 +623,11 @@ func TestFitScales(t *testing.T) {
 	for d := range a.Devices {
 		for op, ns := range a.Devices[d].BusyNanosByOp {
 			want := float64(ns)
-			if op == "forward" {
+			if op == "forward" || op == "recompute" {
 				want *= s.Scale(op, 2, 4) / c.Scale(op, 2, 4)
 			}
 			if got := float64(b.Devices[d].BusyNanosByOp[op]); math.Abs(got-want) > 1e-6*want+10 {
-				t.Errorf("device %d %s: %.0f ns forecast with forward scaled, want %.0f", d, op, got, want)
+				t.Errorf("device %d %s: %.0f ns forecast with forward and recompute scaled, want %.0f", d, op, got, want)
 			}
 		}
 	}
