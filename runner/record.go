@@ -56,7 +56,7 @@ func (r *Result) environment() profiler.Environment {
 		Host: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel(),
 		Cores: r.Cores, GoVersion: runtime.Version(),
 		Version: buildinfo.Version(), Revision: buildinfo.Revision(),
-		Backend: r.Config.Backend, PeakRSSBytes: profiler.PeakRSSBytes(),
+		Backend: r.Config.Backend, HugePages: r.HugePages, PeakRSSBytes: profiler.PeakRSSBytes(),
 		Calibration: r.Calibration,
 	}
 	for _, n := range r.DeviceNames {

@@ -225,6 +225,9 @@ func checkRecordCounts(t *testing.T, name string, res *Result, rec profiler.Reco
 	if len(rec.Env.Devices) != k || rec.Env.Cores < 1 || rec.Env.GoVersion == "" || rec.Env.Version == "" || rec.Env.Backend != "cpu" {
 		t.Errorf("%s: environment %+v", name, rec.Env)
 	}
+	if hp := rec.Env.HugePages; hp != "advised" && hp != "off" && hp != "unavailable" {
+		t.Errorf("%s: environment huge_pages %q, want advised, off or unavailable from the CPU backend", name, hp)
+	}
 	if len(rec.Partition) != k {
 		t.Fatalf("%s: %d stages, want %d", name, len(rec.Partition), k)
 	}

@@ -43,6 +43,9 @@ type Result struct {
 	Partition []int
 	// DeviceNames names the devices in stage order.
 	DeviceNames []string
+	// HugePages is what the first device says of huge pages (see
+	// profiler.Environment), or "" if its backend does not say.
+	HugePages string
 	// Cores is the machine's CPU count; Oversubscribed is set when the
 	// devices' threads together exceed it.
 	Cores          int
@@ -80,6 +83,9 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Result, error) {
 	}
 	for _, d := range t.devs {
 		res.DeviceNames = append(res.DeviceNames, d.Name())
+	}
+	if hp, ok := t.devs[0].(interface{ HugePages() string }); ok {
+		res.HugePages = hp.HugePages()
 	}
 	if opts.Calibrate {
 		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.Schedule.Devices); err != nil {

@@ -55,6 +55,12 @@ func (d *Device) Name() string { return d.name }
 // or "openblas" for NewOpenBLAS's.
 func (d *Device) Backend() string { return d.backend }
 
+// HugePages says whether the device's tensors sit on transparent huge
+// pages: "advised" (fresh memory is advised and collapsed, see
+// hugepage_linux.go), "off" (turned off by PIPECAST_CPU_HUGEPAGES=off) or
+// "unavailable" (the system has none, or has them set to "never").
+func (d *Device) HugePages() string { return hugePagesState() }
+
 // Threads returns the size of the device's worker pool.
 func (d *Device) Threads() int { return d.pool.threads }
 

@@ -37,16 +37,23 @@ const hugePagesEnv = "PIPECAST_CPU_HUGEPAGES"
 // 4 KiB base pages.
 const hugePage = 2 << 20
 
-// hugePagesOn reports whether to advise: not turned off by hugePagesEnv,
-// and the kernel has transparent huge pages not set to "never" (a
-// collapse would ignore that setting).
-var hugePagesOn = sync.OnceValue(func() bool {
+// hugePagesState is what the devices do with huge pages (see
+// Device.HugePages): "advised", "off" (turned off by hugePagesEnv) or
+// "unavailable" (the kernel has no transparent huge pages, or has them
+// set to "never", which a collapse would ignore).
+var hugePagesState = sync.OnceValue(func() string {
 	if os.Getenv(hugePagesEnv) == "off" {
-		return false
+		return "off"
 	}
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	return err == nil && !bytes.Contains(mode, []byte("[never]"))
+	if err != nil || bytes.Contains(mode, []byte("[never]")) {
+		return "unavailable"
+	}
+	return "advised"
 })
+
+// hugePagesOn reports whether to advise.
+func hugePagesOn() bool { return hugePagesState() == "advised" }
 
 // adviseHugePages advises and collapses the huge pages b's memory overlaps.
 // Errors are ignored: the advice is best effort, and memory the kernel

@@ -2,5 +2,9 @@
 
 package cpu
 
-// adviseHugePages does nothing outside Linux (see hugepage_linux.go).
+// hugePagesState: huge pages are advised on Linux only (see
+// hugepage_linux.go).
+func hugePagesState() string { return "unavailable" }
+
+// adviseHugePages does nothing outside Linux.
 func adviseHugePages([]float32) {}
