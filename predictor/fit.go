@@ -12,6 +12,13 @@ import (
 // ErrNoMeasured is returned by Fit when no record is a measured run.
 var ErrNoMeasured = errors.New("no measured run records to fit")
 
+// ErrMixedHugePages is returned by Fit when the records of one key were
+// measured with tensors on huge pages and without (environment
+// huge_pages "advised" against "off" or "unavailable"): their step times
+// differ by 10–20 % on the CPU backend, and one fit over both would
+// forecast neither. Records that do not say (older ones) mix with any.
+var ErrMixedHugePages = errors.New("records measured with and without huge pages")
+
 // The transfer kinds a cost model prices.
 const (
 	TransferP2P       = "p2p"
@@ -173,6 +180,9 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 	}
 	out := make(map[Key]*CostModel, len(groups))
 	for _, k := range order {
+		if err := sameHugePages(groups[k]); err != nil {
+			return nil, fmt.Errorf("fit %s: %w", k, err)
+		}
 		m, err := fitKey(k, groups[k])
 		if err != nil {
 			return nil, fmt.Errorf("fit %s: %w", k, err)
@@ -180,6 +190,23 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 		out[k] = m
 	}
 	return out, nil
+}
+
+// sameHugePages returns ErrMixedHugePages, naming a record of each
+// setting, when recs say different things of huge pages.
+func sameHugePages(recs []*profiler.Record) error {
+	var first *profiler.Record
+	for _, r := range recs {
+		switch {
+		case r.Env.HugePages == "":
+		case first == nil:
+			first = r
+		case r.Env.HugePages != first.Env.HugePages:
+			return fmt.Errorf("%w: run %s has huge_pages %q, run %s %q; give --data the runs of one setting",
+				ErrMixedHugePages, first.ID, first.Env.HugePages, r.ID, r.Env.HugePages)
+		}
+	}
+	return nil
 }
 
 // fitKey fits the cost model of one key's records.

@@ -686,3 +686,35 @@ func mustFit(t *testing.T, recs []profiler.Record) map[Key]*CostModel {
 	}
 	return m
 }
+
+// TestFitRefusesMixedHugePages checks that one key's records measured
+// with and without huge pages are not fitted together, and that records
+// that do not say mix with either.
+func TestFitRefusesMixedHugePages(t *testing.T) {
+	var recs []profiler.Record
+	for _, r := range readValidation(t) {
+		if r.Config.Model == "resnet50" && r.Config.Devices == 1 {
+			recs = append(recs, r)
+		}
+	}
+	with := func(states ...string) []profiler.Record {
+		out := slices.Clone(recs)
+		for i := range out {
+			out[i].Env.HugePages = states[i%len(states)]
+		}
+		return out
+	}
+	for _, ok := range [][]string{{""}, {"advised"}, {"off"}, {"advised", ""}} {
+		if _, err := Fit(with(ok...)); err != nil {
+			t.Errorf("records with huge_pages %q: %v", ok, err)
+		}
+	}
+	for _, bad := range [][]string{{"advised", "off"}, {"", "unavailable", "advised"}} {
+		_, err := Fit(with(bad...))
+		if !errors.Is(err, ErrMixedHugePages) {
+			t.Errorf("records with huge_pages %q: error %v, want ErrMixedHugePages", bad, err)
+		} else if !strings.Contains(err.Error(), "resnet50") {
+			t.Errorf("error %q does not name the records' model", err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -75,6 +76,9 @@ measured. Give new values to forecast new configurations, such as
 --devices 2,4,8 from single-device runs. A model, input size, classes,
 width, backend or thread count the data has no measured runs of cannot be
 forecast: predict refuses it (exit status 2) and lists what the data holds.
+It refuses too, naming two of them, data whose runs of one workload were
+measured with tensors on huge pages and without (the records' huge_pages):
+their step times differ by 10–20 %, and one fit would forecast neither.
 
 --out DIR appends the predicted records (kind "predicted") to
 DIR/runs.jsonl, which pipecast report renders; --trace, --pprof and --svg
@@ -285,6 +289,9 @@ func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.K
 		return nil, nil, nil, err
 	}
 	fits, err := predictor.Fit(recs)
+	if errors.Is(err, predictor.ErrMixedHugePages) {
+		return nil, nil, nil, usageErrorf("--data: %v", err)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fit cost models: %w", err)
 	}

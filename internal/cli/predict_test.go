@@ -271,6 +271,32 @@ func TestPredictRefusesWhatTheDataLacks(t *testing.T) {
 	}
 }
 
+// TestPredictRefusesMixedHugePages checks that data whose runs of one
+// workload were measured with and without huge pages is refused, for a
+// forecast and for a validation, rather than fitted as one.
+func TestPredictRefusesMixedHugePages(t *testing.T) {
+	recs, _, err := profiler.ReadFile(predictData, profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		recs[i].Env.HugePages = []string{"advised", "off"}[i%2]
+	}
+	mixed := filepath.Join(t.TempDir(), "mixed.jsonl")
+	if err := profiler.Append(mixed, recs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--validate"}} {
+		code, out, errOut := execute(context.Background(), append([]string{"predict", "--data", mixed}, extra...)...)
+		if code != ExitUsage || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want exit %d and nothing", extra, code, out, ExitUsage)
+		}
+		if !strings.Contains(errOut, "with and without huge pages") {
+			t.Errorf("%v: stderr %q does not say why", extra, errOut)
+		}
+	}
+}
+
 func TestPredictNoData(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,9 @@ func predictValidateRun(opts *PredictOptions) error {
 		return err
 	}
 	v, err := predictor.Validate(recs, opts.Holdout, opts.Seed)
+	if errors.Is(err, predictor.ErrMixedHugePages) {
+		return usageErrorf("--data: %v", err)
+	}
 	if err != nil {
 		return err
 	}
