@@ -305,7 +305,7 @@ func modelsImportRun(opts *ModelsImportOptions) error {
 	}
 	r, err := models.OpenNPZFile(opts.Path)
 	if err != nil {
-		return err
+		return &InputError{Err: err}
 	}
 	defer r.Close()
 	dev, err := openDevice(opts.Threads)
@@ -321,11 +321,11 @@ func modelsImportRun(opts *ModelsImportOptions) error {
 	var serr *models.StateDictError
 	if errors.As(err, &serr) {
 		listMismatch(opts.IO.ErrOut, serr)
-		return fmt.Errorf("%s does not fit %s: %d missing, %d unexpected and %d mismatched tensors (listed above)",
-			opts.Path, a.Name, len(serr.Missing), len(serr.Unexpected), len(serr.Mismatched))
+		return &InputError{Err: fmt.Errorf("%s does not fit %s: %d missing, %d unexpected and %d mismatched tensors (listed above)",
+			opts.Path, a.Name, len(serr.Missing), len(serr.Unexpected), len(serr.Mismatched))}
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", opts.Path, err)
+		return &InputError{Err: fmt.Errorf("%s: %w", opts.Path, err)}
 	}
 	defer imp.Model.Release()
 	if n := len(imp.Converted); n > 0 {

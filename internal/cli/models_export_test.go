@@ -195,8 +195,8 @@ func TestModelsImportMismatch(t *testing.T) {
 	path := exportCmd(t, "mlp")
 	args := []string{"--model", "mlp", "--width", "0.015625", "--classes", "4", "--threads", "2", path}
 	code, stdout, stderr, err := runCmd(t, newCmdModelsImport, args...)
-	if code != ExitError || stdout != "" {
-		t.Fatalf("exit %d, stdout %q: want 1 and nothing", code, stdout)
+	if code != ExitUsage || stdout != "" {
+		t.Fatalf("exit %d, stdout %q: want %d (a file that does not fit is bad input) and nothing", code, stdout, ExitUsage)
 	}
 	for _, want := range []string{"mismatched  4.weight: file float32 [3 16], model float32 [4 16]", "mismatched  4.bias: file float32 [3], model float32 [4]"} {
 		if !strings.Contains(stderr, want) {
@@ -327,10 +327,10 @@ func TestModelsExportImportErrors(t *testing.T) {
 		{"export unknown model", newCmdModelsExport, []string{"--model", "alexnet", "--out", existing}, ExitUsage, "unknown model"},
 		{"export image too small", newCmdModelsExport, []string{"--model", "vgg16bn", "--image", "16", "--out", existing}, ExitUsage, "below the smallest"},
 		{"export batch 1 with batch norm", newCmdModelsExport, []string{"--model", "vgg16bn", "--image", "32", "--width", "0.0625", "--batch", "1", "--out", existing}, ExitUsage, "batch norm"},
-		{"export into a missing directory", newCmdModelsExport, []string{"--model", "mlp", "--width", "0.015625", "--out", filepath.Join(dir, "no", "f.npz")}, ExitError, "no such file"},
+		{"export into a missing directory", newCmdModelsExport, []string{"--model", "mlp", "--width", "0.015625", "--out", filepath.Join(dir, "no", "f.npz")}, ExitUsage, "no such file"},
 		{"import unknown model", newCmdModelsImport, []string{"--model", "alexnet", existing}, ExitUsage, "unknown model"},
-		{"import missing file", newCmdModelsImport, []string{"--model", "mlp", filepath.Join(dir, "none.npz")}, ExitError, "no such file"},
-		{"import not an archive", newCmdModelsImport, []string{"--model", "mlp", existing}, ExitError, "zip"},
+		{"import missing file", newCmdModelsImport, []string{"--model", "mlp", filepath.Join(dir, "none.npz")}, ExitUsage, "no such file"},
+		{"import not an archive", newCmdModelsImport, []string{"--model", "mlp", existing}, ExitUsage, "zip"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -253,7 +253,7 @@ func readMeasured(errOut io.Writer, files []string) ([]profiler.Record, error) {
 		}
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no measured run", errNoRecords, strings.Join(files, ", "))
+		return nil, &InputError{Err: fmt.Errorf("%w: %s holds no measured run", errNoRecords, strings.Join(files, ", "))}
 	}
 	return all, nil
 }
@@ -290,7 +290,7 @@ func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.K
 	}
 	fits, err := predictor.Fit(recs)
 	if errors.Is(err, predictor.ErrMixedHugePages) {
-		return nil, nil, nil, usageErrorf("--data: %v", err)
+		return nil, nil, nil, &InputError{Err: fmt.Errorf("--data: %w", err)}
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fit cost models: %w", err)

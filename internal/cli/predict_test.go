@@ -303,7 +303,7 @@ func TestPredictNoData(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := execute(context.Background(), "predict", "--data", empty)
-	if code != ExitError || !strings.Contains(errOut, "holds no measured run") {
+	if code != ExitUsage || !strings.Contains(errOut, "holds no measured run") || strings.Contains(errOut, "--help") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -21,7 +21,7 @@ func predictValidateRun(opts *PredictOptions) error {
 	}
 	v, err := predictor.Validate(recs, opts.Holdout, opts.Seed)
 	if errors.Is(err, predictor.ErrMixedHugePages) {
-		return usageErrorf("--data: %v", err)
+		return &InputError{Err: fmt.Errorf("--data: %w", err)}
 	}
 	if err != nil {
 		return err

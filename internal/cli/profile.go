@@ -18,6 +18,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/pipecast/pipecast/datasets"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
@@ -282,6 +283,29 @@ func expandSweep(o *ProfileOptions) ([]runner.Config, []string, error) {
 	return cfgs, notes, nil
 }
 
+// checkDatasets opens the training data once for every model input and
+// class count of the sweep, so that data that does not exist, cannot be
+// read or does not fit a model is refused (exit 2) before the first run
+// rather than a failure in the middle of the sweep.
+func checkDatasets(cfgs []runner.Config) error {
+	seen := map[string]bool{}
+	for _, cfg := range cfgs {
+		m, err := models.Describe(cfg.Model, cfg.ModelConfig)
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("%s %v %d", cfg.Dataset, m.Input, m.Config.Classes)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if _, err := datasets.Open(cfg.Dataset, m.Input, m.Config.Classes, cfg.Seed); err != nil {
+			return &InputError{Err: fmt.Errorf("--dataset: %w (for %s)", err, cfg.Model)}
+		}
+	}
+	return nil
+}
+
 // combinations are the pipeline configurations of one sized model:
 // batch × devices × micro-batches × schedules, gpipe times the checkpoint
 // modes and coop times the prefetch depths.
@@ -362,6 +386,9 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	}
 	cfgs, notes, err := expandSweep(opts)
 	if err != nil {
+		return err
+	}
+	if err := checkDatasets(cfgs); err != nil {
 		return err
 	}
 	for _, n := range notes {

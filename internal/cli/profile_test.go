@@ -299,3 +299,33 @@ func TestProfileUsageExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileBadDataset checks that training data that cannot serve is
+// refused before any run, with exit status 2 and the reason, and that
+// nothing is written.
+func TestProfileBadDataset(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none")
+	tests := []struct {
+		name, dataset, want string
+	}{
+		{"missing directory", "cifar10:" + missing, "no such file"},
+		{"unknown kind", "imagenet:" + missing, "unknown kind"},
+		{"bad sample count", "synthetic:0", "not a positive integer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, errOut := execute(context.Background(), "profile", "--model", "mlp", "--devices", "1", "--microbatches", "1",
+				"--schedule", "gpipe", "--steps", "1", "--warmup", "0", "--dataset", tc.dataset, "--out", dir)
+			if code != ExitUsage || out != "" {
+				t.Errorf("exit %d, stdout %q; want exit %d and nothing", code, out, ExitUsage)
+			}
+			if !strings.Contains(errOut, "--dataset") || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "run 1 of") {
+				t.Errorf("stderr %q: want the --dataset error (%q) before any run", errOut, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "runs.jsonl")); !os.IsNotExist(err) {
+				t.Errorf("a refused sweep wrote runs.jsonl: %v", err)
+			}
+		})
+	}
+}

@@ -108,11 +108,11 @@ func reportRun(opts *ReportOptions) error {
 		all = append(all, recs...)
 	}
 	if len(all) == 0 {
-		return fmt.Errorf("%w: %s holds no valid record", errNoRecords, strings.Join(opts.Files, ", "))
+		return &InputError{Err: fmt.Errorf("%w: %s holds no valid record", errNoRecords, strings.Join(opts.Files, ", "))}
 	}
 	recs := opts.filter(all)
 	if len(recs) == 0 {
-		return fmt.Errorf("%w: none of the %d records matches the filters", errNoRecords, len(all))
+		return &InputError{Err: fmt.Errorf("%w: none of the %d records matches the filters", errNoRecords, len(all))}
 	}
 	if err := writeExports(opts.Trace, opts.Pprof, recs); err != nil {
 		return err

@@ -208,9 +208,9 @@ func TestReportExitCodes(t *testing.T) {
 		want    ExitCode
 		wantErr string
 	}{
-		{name: "missing file", args: []string{"report", missing}, want: ExitError, wantErr: missing},
-		{name: "empty file", args: []string{"report", empty}, want: ExitError, wantErr: "no records to report"},
-		{name: "filters match nothing", args: []string{"report", path, "--model", "vgg16"}, want: ExitError,
+		{name: "missing file", args: []string{"report", missing}, want: ExitUsage, wantErr: missing},
+		{name: "empty file", args: []string{"report", empty}, want: ExitUsage, wantErr: "no records to report"},
+		{name: "filters match nothing", args: []string{"report", path, "--model", "vgg16"}, want: ExitUsage,
 			wantErr: "none of the 6 records matches the filters"},
 		{name: "no file", args: []string{"report"}, want: ExitUsage, wantErr: "needs at least one"},
 		{name: "detail in csv", args: []string{"report", path, "--detail", "--output", "csv"}, want: ExitUsage},

@@ -3,7 +3,7 @@
 // the work, so that flag parsing and running are tested apart.
 //
 // Data goes to standard output, messages to standard error. Exit codes:
-// 0 on success, 1 when a command fails, 2 for a usage error.
+// 0 on success, 1 when a command fails, 2 for a usage error or bad input.
 package cli
 
 import (
@@ -104,7 +104,8 @@ func Execute(ctx context.Context, args []string, streams *IOStreams) ExitCode {
 	if err != nil {
 		fmt.Fprintf(streams.ErrOut, "pipecast: %v\n", err)
 	}
-	if code == ExitUsage && cmd != nil {
+	var usage *UsageError
+	if errors.As(err, &usage) && cmd != nil {
 		fmt.Fprintf(streams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code

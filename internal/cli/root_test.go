@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -136,6 +138,11 @@ func TestExitCodeFor(t *testing.T) {
 		{name: "failure", err: errors.New("disk full"), want: ExitError},
 		{name: "usage", err: usage, want: ExitUsage},
 		{name: "wrapped usage", err: fmt.Errorf("parse: %w", usage), want: ExitUsage},
+		{name: "input", err: &InputError{Err: errors.New("no records")}, want: ExitUsage},
+		{name: "missing file", err: fmt.Errorf("read: %w", &fs.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}), want: ExitUsage},
+		{name: "unreadable file", err: &fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, want: ExitUsage},
+		{name: "directory for a file", err: &fs.PathError{Op: "read", Path: "x", Err: syscall.EISDIR}, want: ExitUsage},
+		{name: "write failure", err: &fs.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, want: ExitError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
