@@ -77,8 +77,9 @@ func (s opScale) at(m float64) float64 {
 // forward's kernels on the same shapes, but only GPipe with checkpointing
 // records it, so on its own it rests on a few runs of one configuration
 // per size (on the validation dataset 5 ratios against forward's 20,
-// whose medians differed by 5 % at m = 2 from noise alone). Records without per-device busy times, or of a model this
-// build cannot simulate, are left out.
+// whose medians differed by 5 % at m = 2 from noise alone). Records
+// without per-device busy times, or of a model this build cannot
+// simulate, are left out.
 func (c *CostModel) fitScales(recs []*profiler.Record) {
 	c.scale = map[string]opScales{}
 	ratios := map[string]map[int]map[int][]float64{} // op → K → m → ratios

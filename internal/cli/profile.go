@@ -288,17 +288,24 @@ func expandSweep(o *ProfileOptions) ([]runner.Config, []string, error) {
 // read or does not fit a model is refused (exit 2) before the first run
 // rather than a failure in the middle of the sweep.
 func checkDatasets(cfgs []runner.Config) error {
-	seen := map[string]bool{}
+	described, opened := map[string]bool{}, map[string]bool{}
 	for _, cfg := range cfgs {
+		// A sized model's input and classes are the same in every
+		// pipeline configuration of it: describe it once.
+		sized := fmt.Sprintf("%s %+v", cfg.Model, cfg.ModelConfig)
+		if described[sized] {
+			continue
+		}
+		described[sized] = true
 		m, err := models.Describe(cfg.Model, cfg.ModelConfig)
 		if err != nil {
 			return err
 		}
-		key := fmt.Sprintf("%s %v %d", cfg.Dataset, m.Input, m.Config.Classes)
-		if seen[key] {
+		data := fmt.Sprintf("%s %v %d", cfg.Dataset, m.Input, m.Config.Classes)
+		if opened[data] {
 			continue
 		}
-		seen[key] = true
+		opened[data] = true
 		if _, err := datasets.Open(cfg.Dataset, m.Input, m.Config.Classes, cfg.Seed); err != nil {
 			return &InputError{Err: fmt.Errorf("--dataset: %w (for %s)", err, cfg.Model)}
 		}
