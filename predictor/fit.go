@@ -233,7 +233,7 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 	}
 	c.fitOverheads(d)
 	c.fitScales(recs)
-	c.relErr = math.Hypot(c.blockResidual(d), median(d.stepNoise))
+	c.relErr = math.Hypot(c.blockResidual(d), profiler.Median(d.stepNoise))
 	c.samples = sortedKeys(d.samples)
 	c.devices = sortedKeys(d.devices)
 	return c, nil
@@ -323,7 +323,7 @@ func (c *CostModel) fitTransfers(d *fitData) error {
 		for i, t := range ev.t {
 			rest[i] = t - l.Slope*ev.x[i]
 		}
-		l.Intercept = math.Max(0, median(rest))
+		l.Intercept = math.Max(0, profiler.Median(rest))
 		both := &points{x: append(slices.Clone(cal.x), ev.x...), t: append(slices.Clone(cal.t), ev.t...)}
 		l.Points = pointsPositive(both)
 		l.RMSE, l.MaxRelErr = residuals(l, both)
@@ -352,7 +352,7 @@ func (c *CostModel) fitOverheads(d *fitData) {
 		if len(v) == 0 {
 			continue
 		}
-		med := median(v)
+		med := profiler.Median(v)
 		c.overhead[op] = med
 		l := Line{Intercept: med, Points: len(v)}
 		var ss float64
@@ -379,5 +379,5 @@ func (c *CostModel) blockResidual(d *fitData) float64 {
 			rel = append(rel, relRMS(c.blocks[b].lines[p], &d.blocks[b][p]))
 		}
 	}
-	return median(rel)
+	return profiler.Median(rel)
 }

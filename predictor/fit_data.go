@@ -126,7 +126,7 @@ func (d *fitData) addSteps(steps []profiler.Step) {
 	for _, x := range w {
 		ss += (x - mean) * (x - mean)
 	}
-	if med := median(w); med > 0 {
+	if med := profiler.Median(w); med > 0 {
 		d.stepNoise = append(d.stepNoise, math.Sqrt(ss/float64(len(w)-1))/med)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/pipecast/pipecast/profiler"
 )
 
 // fitLine fits t = a + b·x with a, b ≥ 0 to pts. It first reduces the
@@ -122,7 +124,7 @@ func relRMS(l Line, pts *points) float64 {
 func typical(v []float64) float64 {
 	n := len(v)
 	if n <= 2 {
-		return median(v)
+		return profiler.Median(v)
 	}
 	sort.Float64s(v)
 	h := (n + 1) / 2
@@ -135,20 +137,7 @@ func typical(v []float64) float64 {
 			best = i
 		}
 	}
-	return median(v[best : best+h])
-}
-
-// median returns the median of v (0 for none); v is reordered.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	sort.Float64s(v)
-	h := len(v) / 2
-	if len(v)%2 == 1 {
-		return v[h]
-	}
-	return (v[h-1] + v[h]) / 2
+	return profiler.Median(v[best : best+h])
 }
 
 // sortedKeys returns the keys of set in increasing order.

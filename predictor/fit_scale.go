@@ -154,10 +154,10 @@ func (c *CostModel) opScale(byM map[int][]float64, name, note string) opScale {
 	for _, v := range byM {
 		all = append(all, v...)
 	}
-	s.all = median(all)
+	s.all = profiler.Median(all)
 	for _, m := range slices.Sorted(maps.Keys(byM)) {
 		v := byM[m]
-		l := Line{Intercept: median(v), Points: len(v)}
+		l := Line{Intercept: profiler.Median(v), Points: len(v)}
 		var ss float64
 		for _, x := range v {
 			ss += (x - l.Intercept) * (x - l.Intercept)

@@ -441,7 +441,7 @@ func TestFitDataForwardLines(t *testing.T) {
 		if rel > blockFitTol {
 			q := slices.Sorted(slices.Values(v))
 			lo, hi := quantile(q, 0.25), quantile(q, 0.75)
-			if spread := (hi - lo) / median(slices.Clone(v)); spread <= blockFitTol {
+			if spread := (hi - lo) / profiler.Median(slices.Clone(v)); spread <= blockFitTol {
 				t.Errorf("%s (%.1f %%)", where, 100*rel)
 			} else {
 				rel = 0 // not asserted
@@ -451,7 +451,7 @@ func TestFitDataForwardLines(t *testing.T) {
 		if rel > worstAsserted {
 			worstAsserted, worstAssertedAt = rel, where
 		}
-		med := median(v)
+		med := profiler.Median(v)
 		if rel := math.Abs(got-med) / med; rel > worstMedian {
 			worstMedian, worstMedianAt = rel, fmt.Sprintf("block %s at %d samples: fit %.0f ns, median %.0f ns", names[key.block], key.m, got, med)
 		}

@@ -466,11 +466,7 @@ func Replay(rec profiler.Record) (makespanNanos float64, err error) {
 		}
 		spans = append(spans, tl.Makespan)
 	}
-	slices.Sort(spans)
-	if n := len(spans); n%2 == 0 {
-		return (spans[n/2-1] + spans[n/2]) / 2, nil
-	}
-	return spans[len(spans)/2], nil
+	return profiler.Median(spans), nil
 }
 
 // replayCosts returns each op's measured duration in one step, checking

@@ -365,17 +365,17 @@ func measuredSteps(runs []profiler.Record) (med, noise, spread float64) {
 			}
 		}
 		all = append(all, steps...)
-		lo, hi, m := slices.Min(steps), slices.Max(steps), median(steps)
+		lo, hi, m := slices.Min(steps), slices.Max(steps), profiler.Median(steps)
 		if m > 0 {
 			noises = append(noises, (hi-lo)/m)
 			medians = append(medians, m)
 		}
 	}
-	med = median(all)
+	med = profiler.Median(all)
 	if len(medians) > 1 {
-		spread = (slices.Max(medians) - slices.Min(medians)) / median(medians)
+		spread = (slices.Max(medians) - slices.Min(medians)) / profiler.Median(medians)
 	}
-	return med, median(noises), spread
+	return med, profiler.Median(noises), spread
 }
 
 // ConfigOf returns the runner configuration of a record: its model,
@@ -459,7 +459,7 @@ func rowOf(name string, ps []Pair) ValidationRow {
 	}
 	row.RunSpread = math.NaN()
 	if len(spreads) > 0 {
-		row.RunSpread = median(spreads)
+		row.RunSpread = profiler.Median(spreads)
 	}
 	return row
 }

@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
-	"slices"
+
 	"sync"
 
 	"github.com/pipecast/pipecast/profiler"
@@ -90,7 +90,7 @@ func timeP2P(ctx context.Context, tr *comm.InProcess, devs []tensor.Device, byte
 			times = append(times, tensor.Nanotime()-start)
 		}
 	}
-	return medianInt64(times), nil
+	return profiler.Median(times), nil
 }
 
 // timeCollective returns the median time of an all-gather or all-to-all
@@ -156,7 +156,7 @@ func timeCollective(ctx context.Context, tr *comm.InProcess, devs []tensor.Devic
 			times = append(times, end-start)
 		}
 	}
-	return medianInt64(times), nil
+	return profiler.Median(times), nil
 }
 
 // fitTransfer fits t = latency + bytes/bandwidth to the samples by least
@@ -203,14 +203,4 @@ func fitTransfer(samples []profiler.TransferSample) (latencyNanos, bytesPerSecon
 		icept = float64(max(smallest.Nanos, 1))
 	}
 	return icept, 1e9 / slope
-}
-
-// medianInt64 returns the median of xs (the upper one of an even count),
-// reordering xs.
-func medianInt64(xs []int64) int64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	return xs[len(xs)/2]
 }

@@ -234,7 +234,7 @@ func (r *Result) summary(devs []profiler.Device) profiler.Summary {
 		bubble += frac / float64(len(s.Devices))
 	}
 	sum.StepNanosMin, sum.StepNanosMax = slices.Min(walls), slices.Max(walls)
-	sum.StepNanosMedian = medianInt64(walls)
+	sum.StepNanosMedian = profiler.Median(walls)
 	if sum.StepNanosMedian > 0 {
 		sum.SamplesPerSecond = float64(r.Config.Batch) / (float64(sum.StepNanosMedian) / 1e9)
 	}
@@ -287,10 +287,10 @@ func (r *Result) blockTimings() []profiler.BlockTiming {
 	out := make([]profiler.BlockTiming, nb)
 	for b := range nb {
 		bt := profiler.BlockTiming{Block: b, Name: r.Model.Blocks[b].Name, Stage: r.stageOf(b), Samples: r.Config.Batch / r.Config.Schedule.Micro}
-		bt.ForwardNanos = medianInt64(perStep[b][0])
-		bt.BackwardNanos = medianInt64(perStep[b][1])
-		bt.RecomputeNanos = medianInt64(perStep[b][2])
-		bt.PredictNanos = medianInt64(perStep[b][3])
+		bt.ForwardNanos = profiler.Median(perStep[b][0])
+		bt.BackwardNanos = profiler.Median(perStep[b][1])
+		bt.RecomputeNanos = profiler.Median(perStep[b][2])
+		bt.PredictNanos = profiler.Median(perStep[b][3])
 		out[b] = bt
 	}
 	return out

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/tensor"
 	"github.com/pipecast/pipecast/tensor/cpu"
 	"github.com/pipecast/pipecast/tensor/meta"
@@ -433,12 +434,12 @@ func (b *bench) time(p product) (timing, error) {
 				call(i)
 				calls = append(calls, time.Since(start).Seconds())
 			}
-			samples[i] = append(samples[i], median(calls))
+			samples[i] = append(samples[i], profiler.Median(calls))
 		}
 	}
 	tm := make(timing, len(b.sides))
 	for i, s := range samples {
-		tm[i] = median(s)
+		tm[i] = profiler.Median(s)
 	}
 	if len(b.sides) > 1 {
 		if err := sameResult(b.sides, ops[0].c, ops[1].c, p.k); err != nil {
@@ -462,15 +463,6 @@ func sameResult(sides []side, c0, c1 *tensor.Tensor, k int) error {
 		}
 	}
 	return nil
-}
-
-func median(s []float64) float64 {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // stepProducts lists the products of one training step of model at the

@@ -79,23 +79,6 @@ func TestRunWithoutModels(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want float64
-	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		in := append([]float64(nil), c.in...)
-		if got := median(c.in); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", in, got, c.want)
-		}
-		for i := range in {
-			if in[i] != c.in[i] {
-				t.Errorf("median reordered its argument: %v, was %v", c.in, in)
-			}
-		}
-	}
-}
-
 func TestWorkloadsFor(t *testing.T) {
 	if got := workloadsFor("inceptionv3", options{}); fmt.Sprint(got) != "[[96 32] [299 8]]" {
 		t.Errorf("inceptionv3 defaults: %v", got)
