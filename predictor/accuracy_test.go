@@ -1,11 +1,13 @@
 package predictor
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -97,7 +99,7 @@ func winnerAgreement(v *Validation) float64 {
 }
 
 func TestAccuracyMicrobatchHoldout(t *testing.T) {
-	v, err := Validate(readValidation(t), HoldoutMicrobatch, 1)
+	v, err := Validate(context.Background(), readValidation(t), HoldoutMicrobatch, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestAccuracyDevicesFromSingleDevice(t *testing.T) {
 			test = append(test, r)
 		}
 	}
-	v, err := ValidateSplit(train, test, "fit K=1, forecast K=2")
+	v, err := ValidateSplit(context.Background(), train, test, "fit K=1, forecast K=2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ func TestAccuracyOtherHoldouts(t *testing.T) {
 	recs := readValidation(t)
 	for _, h := range []string{HoldoutDevices, HoldoutRandom} {
 		t.Run(h, func(t *testing.T) {
-			v, err := Validate(recs, h, 1)
+			v, err := Validate(context.Background(), recs, h, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,12 +178,12 @@ func fitPredict1000(tb testing.TB, recs []profiler.Record) {
 	}
 	for i := 0; i < 1000; i++ {
 		r := &recs[i%len(recs)]
-		cfg, err := ConfigOf(r)
+		cfg, err := config.FromRecord(r)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		cfg.Bounds = nil // partition anew, as a forecast of a new configuration does
-		if _, err := Predict(fits[KeyOf(r)], cfg); err != nil {
+		if _, err := Predict(context.Background(), fits[KeyOf(r)], cfg); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -231,7 +233,7 @@ func TestAccuracyLive(t *testing.T) {
 			test = append(test, r)
 		}
 	}
-	v, err := ValidateSplit(train, test, "live: fit K=1, forecast K=2")
+	v, err := ValidateSplit(context.Background(), train, test, "live: fit K=1, forecast K=2")
 	if err != nil {
 		t.Fatal(err)
 	}

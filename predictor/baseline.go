@@ -8,9 +8,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
@@ -234,7 +234,7 @@ func (b *Baseline) Keys() []Key {
 // partition cfg's balance computes from the blocks' parameters or MACs;
 // balance "time" uses the MACs partition, as the baseline knows no block
 // times.
-func (b *Baseline) Predict(cfg runner.Config) (float64, error) {
+func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 	cfg = cfg.WithDefaults()
 	costs, err := b.describe(cfg.Model, cfg.ModelConfig)
 	if err != nil {
@@ -252,7 +252,7 @@ func (b *Baseline) Predict(cfg runner.Config) (float64, error) {
 	bounds := cfg.Bounds
 	if bounds == nil {
 		w := costs.macs
-		if cfg.Balance == "params" {
+		if cfg.Balance == config.BalanceParams {
 			w = costs.params
 		}
 		if bounds, err = models.Partition(w, s.Devices); err != nil {

@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
@@ -28,7 +28,7 @@ func baselineTruth(k, m, b int, sched string, stageMax float64) float64 {
 
 // baselineRecord returns a measured record of the mlp at (k, m, b, sched)
 // partitioned by MACs, whose median step time follows baselineTruth.
-func baselineRecord(t *testing.T, desc *models.Model, k, m, b int, sched string) (profiler.Record, runner.Config) {
+func baselineRecord(t *testing.T, desc *models.Model, k, m, b int, sched string) (profiler.Record, config.Config) {
 	t.Helper()
 	macs := make([]float64, len(desc.Blocks))
 	for i, blk := range desc.Blocks {
@@ -56,7 +56,7 @@ func baselineRecord(t *testing.T, desc *models.Model, k, m, b int, sched string)
 		r.Partition = append(r.Partition, st)
 	}
 	r.Summary.StepNanosMedian = int64(baselineTruth(k, m, b, sched, stageMax))
-	cfg, err := ConfigOf(&r)
+	cfg, err := config.FromRecord(&r)
 	if err != nil {
 		t.Fatal(err)
 	}

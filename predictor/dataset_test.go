@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner"
@@ -47,8 +48,8 @@ const validationRepeats = 5
 // (nor can torchvision's). The partition balances MACs, which is
 // deterministic, so that a forecast is tested on the partition the
 // measured run used rather than on the noise of a time-balanced one.
-func validationConfigs(names []string, devices, micro []int) []runner.Config {
-	var out []runner.Config
+func validationConfigs(names []string, devices, micro []int) []config.Config {
+	var out []config.Config
 	for _, name := range names {
 		for _, k := range devices {
 			for _, m := range micro {
@@ -63,7 +64,7 @@ func validationConfigs(names []string, devices, micro []int) []runner.Config {
 					if s == schedule.Coop {
 						opts.Prefetch = 1
 					}
-					out = append(out, runner.Config{
+					out = append(out, config.Config{
 						Model:       name,
 						ModelConfig: models.Config{Image: 32, Width: 0.25},
 						Batch:       16,
@@ -83,7 +84,7 @@ func validationConfigs(names []string, devices, micro []int) []runner.Config {
 
 // measureRuns runs every configuration and returns their records without
 // per-block events.
-func measureRuns(t testing.TB, cfgs []runner.Config, each func(profiler.Record)) []profiler.Record {
+func measureRuns(t testing.TB, cfgs []config.Config, each func(profiler.Record)) []profiler.Record {
 	t.Helper()
 	var recs []profiler.Record
 	for _, cfg := range cfgs {
@@ -138,7 +139,7 @@ func TestGenerateValidationDataset(t *testing.T) {
 	cfgs := validationConfigs(names, []int{1, 2}, []int{1, 2, 4, 8, 16})
 	for round := range validationRepeats {
 		order := rand.New(rand.NewPCG(uint64(round), 0x76616c)).Perm(len(cfgs))
-		shuffled := make([]runner.Config, len(cfgs))
+		shuffled := make([]config.Config, len(cfgs))
 		for i, j := range order {
 			shuffled[i] = cfgs[j]
 		}

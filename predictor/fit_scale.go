@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -198,7 +199,7 @@ func (c *CostModel) Scale(op string, devices, micro int) float64 {
 // kind of scaledOps at in the configuration and partition of r, summed
 // over devices, unscaled.
 func (c *CostModel) pricedBusy(r *profiler.Record) (map[string]float64, error) {
-	cfg, err := ConfigOf(r)
+	cfg, err := config.FromRecord(r)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -606,17 +608,17 @@ func TestFitScales(t *testing.T) {
 			t.Errorf("with recompute alone 30 %% slower: scale forward at m = %d moved to %.4f", m, f)
 		}
 	}
-	cfg, err := ConfigOf(&recs[0])
+	cfg, err := config.FromRecord(&recs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 4, Checkpoint: schedule.ExceptLast}
 	cfg.Bounds = nil
-	a, err := Predict(c, cfg)
+	a, err := Predict(context.Background(), c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Predict(s, cfg)
+	b, err := Predict(context.Background(), s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/pipecast/pipecast/runner"
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
@@ -65,7 +65,7 @@ func newOpOrder(tl *schedule.Timeline) *opOrder {
 	return o
 }
 
-// gate is a runner.RunOptions.Gate: op i of device d waits until every op
+// gate is a runner.RunOptions.Gate (runner.MetaStep's gate): op i of device d waits until every op
 // that starts before it in the timeline has started.
 func (o *opOrder) gate(ctx context.Context, d, i int) error {
 	stop := context.AfterFunc(ctx, func() {
@@ -104,7 +104,7 @@ func (o *opOrder) fingerprint() uint64 {
 
 // orderedMetaRun is metaRun with the ops of each step started in the
 // order of tl.
-func orderedMetaRun(cfg runner.Config, tl *schedule.Timeline) (*metaStep, error) {
+func orderedMetaRun(ctx context.Context, cfg config.Config, tl *schedule.Timeline) (*metaStep, error) {
 	o := newOpOrder(tl)
-	return cachedMetaRun(cfg, o.fingerprint(), func(ctx context.Context, d, i int) error { return o.gate(ctx, d, i) })
+	return cachedMetaRun(ctx, cfg, o.fingerprint(), func(ctx context.Context, d, i int) error { return o.gate(ctx, d, i) })
 }

@@ -5,15 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 
 // memoryConfig is a small configuration of model name under schedule o.
-func memoryConfig(name string, o schedule.Options) runner.Config {
-	return runner.Config{
+func memoryConfig(name string, o schedule.Options) config.Config {
+	return config.Config{
 		Model: name, ModelConfig: models.Config{Image: 32, Classes: 10, Width: 0.125},
 		Batch: 4, Schedule: o, Balance: "macs", Threads: 1,
 	}
@@ -47,7 +49,7 @@ func TestPeakMemoryMatchesCPU(t *testing.T) {
 			if tc.batch != 0 {
 				cfg.Batch = tc.batch
 			}
-			got, err := PeakMemory(cfg)
+			got, err := PeakMemory(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +60,7 @@ func TestPeakMemoryMatchesCPU(t *testing.T) {
 			if len(got) != len(res.Steps[0].Devices) {
 				t.Fatalf("%d devices, want %d", len(got), len(res.Steps[0].Devices))
 			}
-			ms, err := metaRun(cfg)
+			ms, err := metaRun(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,9 +92,9 @@ func TestPeakMemoryMatchesCPU(t *testing.T) {
 
 // sendBytes returns the largest tensor a device's sends carry and their
 // sum.
-func sendBytes(evs []runner.Event) (largest, sum int64) {
+func sendBytes(evs []profiler.Event) (largest, sum int64) {
 	for _, e := range evs {
-		if e.Op.Kind == schedule.Send && e.Block < 0 {
+		if e.Op == schedule.Send.String() && e.Block < 0 {
 			largest = max(largest, e.Bytes)
 			sum += e.Bytes
 		}
@@ -104,12 +106,12 @@ func sendBytes(evs []runner.Event) (largest, sum int64) {
 // reuses the first one's meta run.
 func TestPeakMemoryCached(t *testing.T) {
 	cfg := memoryConfig("mlp", schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2})
-	first, err := PeakMemory(cfg)
+	first, err := PeakMemory(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	second, err := PeakMemory(cfg)
+	second, err := PeakMemory(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +133,11 @@ func TestPeakMemoryBounds(t *testing.T) {
 	a.Bounds = []int{0, 1, 3}
 	b := memoryConfig("mlp", o)
 	b.Bounds = []int{0, 2, 3}
-	ma, err := PeakMemory(a)
+	ma, err := PeakMemory(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, err := PeakMemory(b)
+	mb, err := PeakMemory(context.Background(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestPeakMemoryBounds(t *testing.T) {
 	}
 	bad := memoryConfig("mlp", o)
 	bad.Bounds = []int{0, 3, 2}
-	if _, err := PeakMemory(bad); err == nil {
+	if _, err := PeakMemory(context.Background(), bad); err == nil {
 		t.Error("bounds [0 3 2]: no error")
 	}
 }
@@ -158,8 +160,8 @@ func BenchmarkPeakMemoryVGG16BN(b *testing.B) { benchmarkPeakMemory(b, "vgg16bn"
 
 func benchmarkPeakMemory(b *testing.B, name string) {
 	for i := 0; b.Loop(); i++ {
-		cfg := runner.Config{Model: name, Batch: 32 + 4*i, Schedule: schedule.Options{Name: schedule.GPipe, Devices: 4, Micro: 4}}
-		if _, err := PeakMemory(cfg); err != nil {
+		cfg := config.Config{Model: name, Batch: 32 + 4*i, Schedule: schedule.Options{Name: schedule.GPipe, Devices: 4, Micro: 4}}
+		if _, err := PeakMemory(context.Background(), cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
@@ -44,12 +45,12 @@ func uniformModel(fwd float64) *CostModel {
 
 // uniformConfig is a configuration of uniformModel's network on K
 // devices of 18/K blocks each (K divides 18), M micro-batches.
-func uniformConfig(name string, k, m int) runner.Config {
+func uniformConfig(name string, k, m int) config.Config {
 	bounds := make([]int, k+1)
 	for s := range bounds {
 		bounds[s] = s * 18 / k
 	}
-	return runner.Config{
+	return config.Config{
 		Model: "resnet50", ModelConfig: models.Config{Image: 32, Classes: 10, Width: 0.125},
 		Batch: 2 * m * k, Balance: "macs", Bounds: bounds,
 		Schedule: schedule.Options{Name: name, Devices: k, Micro: m, Checkpoint: schedule.Never, Prefetch: 1},
@@ -75,7 +76,7 @@ func TestPredictGPipeBubble(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, err := Predict(c, uniformConfig(schedule.GPipe, tc.k, tc.m))
+			rec, err := Predict(context.Background(), c, uniformConfig(schedule.GPipe, tc.k, tc.m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,11 +97,11 @@ func TestPredictGPipeBubble(t *testing.T) {
 // time with equal stages and keeps fewer micro-batches' activations.
 func TestPredictOneF1BVersusGPipe(t *testing.T) {
 	c := uniformModel(1e5)
-	gp, err := Predict(c, uniformConfig(schedule.GPipe, 3, 8))
+	gp, err := Predict(context.Background(), c, uniformConfig(schedule.GPipe, 3, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb, err := Predict(c, uniformConfig(schedule.OneF1B, 3, 8))
+	fb, err := Predict(context.Background(), c, uniformConfig(schedule.OneF1B, 3, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestPredictRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := uniformConfig(name, 2, 2)
 			cfg.Schedule.Checkpoint = schedule.ExceptLast
-			rec, err := Predict(c, cfg)
+			rec, err := Predict(context.Background(), c, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,25 +185,25 @@ func TestPredictErrors(t *testing.T) {
 	c := uniformModel(1e5)
 	tests := []struct {
 		name string
-		edit func(*runner.Config)
+		edit func(*config.Config)
 	}{
-		{name: "other model", edit: func(cfg *runner.Config) { cfg.Model = "vgg16bn" }},
-		{name: "other threads", edit: func(cfg *runner.Config) { cfg.Threads = 2 }},
-		{name: "uneven micro-batches", edit: func(cfg *runner.Config) { cfg.Batch = 5 }},
-		{name: "unknown schedule", edit: func(cfg *runner.Config) { cfg.Schedule.Name = "zigzag" }},
+		{name: "other model", edit: func(cfg *config.Config) { cfg.Model = "vgg16bn" }},
+		{name: "other threads", edit: func(cfg *config.Config) { cfg.Threads = 2 }},
+		{name: "uneven micro-batches", edit: func(cfg *config.Config) { cfg.Batch = 5 }},
+		{name: "unknown schedule", edit: func(cfg *config.Config) { cfg.Schedule.Name = "zigzag" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := uniformConfig(schedule.GPipe, 2, 2)
 			tc.edit(&cfg)
-			if _, err := Predict(c, cfg); err == nil {
+			if _, err := Predict(context.Background(), c, cfg); err == nil {
 				t.Error("no error")
 			}
 		})
 	}
 	unmeasured := uniformModel(1e5)
 	unmeasured.blocks[3].have[PhaseBackward] = false
-	if _, err := Predict(unmeasured, uniformConfig(schedule.GPipe, 2, 2)); err == nil {
+	if _, err := Predict(context.Background(), unmeasured, uniformConfig(schedule.GPipe, 2, 2)); err == nil {
 		t.Error("a block whose backward was never measured: no error")
 	}
 }
@@ -224,7 +225,7 @@ func TestReplay(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := runner.Config{
+			cfg := config.Config{
 				Model: "resnet50", ModelConfig: models.Config{Image: 32, Classes: 10, Width: 0.25},
 				Batch: 16, Schedule: tc.o, Balance: "macs", Threads: 1,
 			}
@@ -267,7 +268,7 @@ func TestReplay(t *testing.T) {
 // TestPredictFromFit forecasts two-device runs from a fitted single-device
 // record of the mlp, as the predict command does.
 func TestPredictFromFit(t *testing.T) {
-	cfg := runner.Config{Model: "mlp", Batch: 8, Schedule: schedule.Options{Name: schedule.Single, Devices: 1, Micro: 2}, Threads: 1}
+	cfg := config.Config{Model: "mlp", Batch: 8, Schedule: schedule.Options{Name: schedule.Single, Devices: 1, Micro: 2}, Threads: 1}
 	res, err := runner.Run(context.Background(), cfg, runner.RunOptions{Warmup: 1, Steps: 2, BlockTiming: true, Calibrate: true})
 	if err != nil {
 		t.Fatal(err)
@@ -281,8 +282,8 @@ func TestPredictFromFit(t *testing.T) {
 	}
 	for _, c := range fits {
 		for _, name := range []string{schedule.GPipe, schedule.Coop, schedule.OneF1B} {
-			pc := runner.Config{Model: "mlp", Batch: 8, Schedule: schedule.Options{Name: name, Devices: 2, Micro: 2, Prefetch: 1}}
-			rec, err := Predict(c, pc)
+			pc := config.Config{Model: "mlp", Batch: 8, Schedule: schedule.Options{Name: name, Devices: 2, Micro: 2, Prefetch: 1}}
+			rec, err := Predict(context.Background(), c, pc)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}

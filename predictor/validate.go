@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,11 +9,9 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/runner/schedule"
-	"github.com/pipecast/pipecast/tensor"
 )
 
 // The holdouts Validate knows.
@@ -148,7 +147,7 @@ type fold struct {
 // HoldoutDevices, HoldoutMicrobatch, HoldoutRandom; seed orders the
 // random folds), and compares the forecasts with the measurements.
 // Predicted records are ignored.
-func Validate(recs []profiler.Record, holdout string, seed uint64) (*Validation, error) {
+func Validate(ctx context.Context, recs []profiler.Record, holdout string, seed uint64) (*Validation, error) {
 	var measured []profiler.Record
 	for _, r := range recs {
 		if r.Kind == profiler.KindMeasured {
@@ -191,7 +190,7 @@ func Validate(recs []profiler.Record, holdout string, seed uint64) (*Validation,
 			v.Skipped = append(v.Skipped, fmt.Sprintf("%s: no records left to fit on", f.name))
 			continue
 		}
-		if err := v.add(f); err != nil {
+		if err := v.add(ctx, f); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +204,7 @@ func Validate(recs []profiler.Record, holdout string, seed uint64) (*Validation,
 // ValidateSplit fits on train and forecasts every measured record of
 // test, as one fold named name: the scenario of fitting on single-device
 // runs and forecasting two devices, for example.
-func ValidateSplit(train, test []profiler.Record, name string) (*Validation, error) {
+func ValidateSplit(ctx context.Context, train, test []profiler.Record, name string) (*Validation, error) {
 	v := &Validation{Holdout: name}
 	var t []profiler.Record
 	for _, r := range test {
@@ -213,7 +212,7 @@ func ValidateSplit(train, test []profiler.Record, name string) (*Validation, err
 			t = append(t, r)
 		}
 	}
-	if err := v.add(fold{name: name, train: train, test: t}); err != nil {
+	if err := v.add(ctx, fold{name: name, train: train, test: t}); err != nil {
 		return nil, err
 	}
 	if len(v.Pairs) == 0 {
@@ -256,7 +255,7 @@ func foldsBy(recs []profiler.Record, group func(i int, r *profiler.Record) (int,
 
 // add fits on f's training records and forecasts its held-out
 // configurations.
-func (v *Validation) add(f fold) error {
+func (v *Validation) add(ctx context.Context, f fold) error {
 	fits, err := Fit(f.train)
 	if err != nil {
 		return fmt.Errorf("validate %s: %w", f.name, err)
@@ -276,11 +275,14 @@ func (v *Validation) add(f fold) error {
 			skip(fmt.Errorf("no records of %s to fit on", KeyOf(r)))
 			continue
 		}
-		cfg, err := ConfigOf(r)
+		cfg, err := config.FromRecord(r)
 		if err != nil {
 			return fmt.Errorf("validate %s: %w", f.name, err)
 		}
-		pred, err := Predict(c, cfg)
+		pred, err := Predict(ctx, c, cfg)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			skip(err)
 			continue
@@ -376,41 +378,6 @@ func measuredSteps(runs []profiler.Record) (med, noise, spread float64) {
 		spread = (slices.Max(medians) - slices.Min(medians)) / profiler.Median(medians)
 	}
 	return med, profiler.Median(noises), spread
-}
-
-// ConfigOf returns the runner configuration of a record: its model,
-// batch, schedule, backend, threads, data and optimizer, and its
-// partition as Bounds, so that a forecast of it prices the partition the
-// run used rather than one balanced anew. Records do not hold the mlp's
-// layer sizes: its configuration has the default sizes.
-func ConfigOf(r *profiler.Record) (runner.Config, error) {
-	c := r.Config
-	cfg := runner.Config{
-		Model:       c.Model,
-		ModelConfig: models.Config{Image: c.Image, Classes: c.Classes, Width: c.Width},
-		Batch:       c.Batch,
-		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch},
-		Balance:     c.Balance,
-		Backend:     r.Env.Backend,
-		Threads:     c.Threads,
-		Dataset:     c.Dataset,
-		Seed:        c.Seed,
-		SGD:         tensor.SGDParams{LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay)},
-	}
-	if c.Checkpoint != "" {
-		ck, err := schedule.ParseCheckpoint(c.Checkpoint)
-		if err != nil {
-			return runner.Config{}, fmt.Errorf("record %s: %w", r.ID, err)
-		}
-		cfg.Schedule.Checkpoint = ck
-	}
-	if len(r.Partition) > 0 {
-		cfg.Bounds = []int{r.Partition[0].FirstBlock}
-		for _, s := range r.Partition {
-			cfg.Bounds = append(cfg.Bounds, s.EndBlock)
-		}
-	}
-	return cfg, nil
 }
 
 // summarise fills the rows, the winner checks and the memory row from the

@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -93,11 +94,11 @@ func TestFoldsBy(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
-	if _, err := Validate(nil, HoldoutDevices, 1); !errors.Is(err, ErrNoMeasured) {
+	if _, err := Validate(context.Background(), nil, HoldoutDevices, 1); !errors.Is(err, ErrNoMeasured) {
 		t.Errorf("Validate(nil) = %v, want ErrNoMeasured", err)
 	}
 	recs := []profiler.Record{{Kind: profiler.KindMeasured, Config: profiler.RunConfig{Batch: 1, Micro: 1, Devices: 1}}}
-	if _, err := Validate(recs, "stages", 1); err == nil {
+	if _, err := Validate(context.Background(), recs, "stages", 1); err == nil {
 		t.Error("Validate with an unknown holdout: no error")
 	}
 }
@@ -173,7 +174,7 @@ func TestValidateRepeatedRuns(t *testing.T) {
 	b.Steps = []profiler.Step{{Step: 1, WallNanos: 200e6}, {Step: 2, WallNanos: 210e6}, {Step: 3, WallNanos: 190e6}}
 	b.Devices = append([]profiler.Device(nil), a.Devices...)
 	b.Devices[1].PeakBytes += 1000
-	v, err := ValidateSplit(train, []profiler.Record{a, test[1], b}, "split")
+	v, err := ValidateSplit(context.Background(), train, []profiler.Record{a, test[1], b}, "split")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestValidateRepeatedRuns(t *testing.T) {
 		repeated = append(repeated, r, again)
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
-		v, err := Validate(repeated, HoldoutRandom, seed)
+		v, err := Validate(context.Background(), repeated, HoldoutRandom, seed)
 		if err != nil {
 			t.Fatal(err)
 		}

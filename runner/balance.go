@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/tensor"
 )
@@ -16,9 +17,9 @@ const blockTimeReps = 3
 // forward and backward at the micro-batch size (B/M samples) on one device
 // of cfg's backend with cfg's threads, the median of a few repetitions
 // after a warm-up — the costs torchgpipe's balance_by_time partitions by.
-func BlockTimes(cfg Config) ([]float64, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+func BlockTimes(cfg config.Config) ([]float64, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	dev, err := tensor.Open(cfg.Backend, tensor.Options{Index: 0, Threads: cfg.Threads})

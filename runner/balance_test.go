@@ -4,12 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 func TestBlockTimes(t *testing.T) {
-	cfg := Config{Model: "mlp", ModelConfig: models.Config{Sizes: []int{64, 512, 16, 4}}, Batch: 8,
+	cfg := config.Config{Model: "mlp", ModelConfig: models.Config{Sizes: []int{64, 512, 16, 4}}, Batch: 8,
 		Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2}, Threads: 1, Seed: 1}
 	costs, err := BlockTimes(cfg)
 	if err != nil {

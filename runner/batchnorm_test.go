@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -11,10 +12,10 @@ import (
 
 // bnConfig is a small resnet50: every block has BatchNorm, so batch
 // statistics depend on how a step splits its mini-batch.
-func bnConfig(o schedule.Options) Config {
-	return Config{
+func bnConfig(o schedule.Options) config.Config {
+	return config.Config{
 		Model: "resnet50", ModelConfig: models.Config{Width: 1.0 / 16, Image: 32, Classes: 5},
-		Batch: 24, Seed: 11, SGD: DefaultSGD(), Threads: 1, Schedule: o,
+		Batch: 24, Seed: 11, SGD: config.DefaultSGD(), Threads: 1, Schedule: o,
 	}
 }
 

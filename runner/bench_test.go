@@ -4,14 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // benchStepConfig is the profiler-overhead configuration: a narrow
 // ResNet-50 on small images, pipelined over two devices.
-func benchStepConfig() Config {
-	return Config{
+func benchStepConfig() config.Config {
+	return config.Config{
 		Model: "resnet50", ModelConfig: models.Config{Width: 0.25, Image: 32, Classes: 10},
 		Batch: 16, Seed: 1,
 		Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2},

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -34,9 +35,9 @@ func TestConvergence(t *testing.T) {
 		{Name: schedule.OneF1B, Devices: 2, Micro: 2},
 		{Name: schedule.Coop, Devices: 2, Micro: 2, Prefetch: 1},
 	} {
-		cfg := Config{
+		cfg := config.Config{
 			Model: "resnet50", ModelConfig: models.Config{Width: 0.25, Image: 32, Classes: 5},
-			Batch: 32, Seed: 1, SGD: DefaultSGD(), Threads: 1, Schedule: o,
+			Batch: 32, Seed: 1, SGD: config.DefaultSGD(), Threads: 1, Schedule: o,
 		}
 		start := time.Now()
 		losses, halvedAt := trainUntilHalved(t, ctx, cfg, convergenceSteps)
@@ -54,7 +55,7 @@ func TestConvergence(t *testing.T) {
 // most half the mean of the first three, or for steps steps; it returns the
 // losses and the 1-based number of the last step of the halving window, or
 // −1.
-func trainUntilHalved(t *testing.T, ctx context.Context, cfg Config, steps int) ([]float64, int) {
+func trainUntilHalved(t *testing.T, ctx context.Context, cfg config.Config, steps int) ([]float64, int) {
 	t.Helper()
 	tr, err := NewTrainer(cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -68,11 +69,11 @@ func TestEquivalenceWithoutBatchNorm(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := watch(t, 5*time.Minute)
-			base := Config{
+			base := config.Config{
 				Model: tc.model, ModelConfig: tc.mc, Batch: tc.batch, Seed: 7,
-				SGD: DefaultSGD(), Threads: 1,
+				SGD: config.DefaultSGD(), Threads: 1,
 			}
-			at := func(o schedule.Options) Config {
+			at := func(o schedule.Options) config.Config {
 				c := base
 				c.Schedule = o
 				return c

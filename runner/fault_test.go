@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -16,8 +17,8 @@ var errInjected = errors.New("injected fault")
 
 // faultConfig is a small mlp on K = 3 devices (K = 1 for single), so the
 // middle device both receives and sends.
-func faultConfig(o schedule.Options) Config {
-	return Config{
+func faultConfig(o schedule.Options) config.Config {
+	return config.Config{
 		Model: "mlp", ModelConfig: models.Config{Sizes: []int{48, 32, 32, 32, 5}},
 		Batch: 12, Seed: 3, Threads: 1, Schedule: o,
 	}

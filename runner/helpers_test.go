@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
@@ -49,7 +50,7 @@ func watch(t *testing.T, d time.Duration) context.Context {
 
 // testTrainer opens a trainer for cfg with one thread per device and
 // closes it when the test ends.
-func testTrainer(t *testing.T, cfg Config) *Trainer {
+func testTrainer(t *testing.T, cfg config.Config) *Trainer {
 	t.Helper()
 	if cfg.Threads == 0 {
 		cfg.Threads = 1
@@ -73,7 +74,7 @@ type trained struct {
 
 // train runs steps steps of cfg and returns the losses and the final
 // state; the trainer is closed before it returns.
-func train(t *testing.T, ctx context.Context, cfg Config, steps int) trained {
+func train(t *testing.T, ctx context.Context, cfg config.Config, steps int) trained {
 	t.Helper()
 	if cfg.Threads == 0 {
 		cfg.Threads = 1
@@ -111,7 +112,7 @@ func batchCounts(tr *Trainer) map[string]int64 {
 }
 
 // describe names a configuration in test logs.
-func describe(cfg Config) string {
+func describe(cfg config.Config) string {
 	o := cfg.Schedule
 	s := fmt.Sprintf("%s K=%d M=%d", o.Name, max(o.Devices, 1), max(o.Micro, 1))
 	switch o.Name {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -24,8 +25,8 @@ const memK, memM, memB = 4, 8, 32
 // worth on device 2, varying from run to run by one slice).
 const coopTransientSlices = 5
 
-func memConfig(o schedule.Options) Config {
-	return Config{
+func memConfig(o schedule.Options) config.Config {
+	return config.Config{
 		Model: "resnet50", ModelConfig: models.Config{Width: 1.0 / 16, Image: 32, Classes: 5},
 		Batch: memB, Seed: 5, Threads: 1, Schedule: o,
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"testing"
+
+	"github.com/pipecast/pipecast/config"
 )
 
 func TestReserveProcs(t *testing.T) {
@@ -43,7 +45,7 @@ func TestRunHoldsProcsForOneDevice(t *testing.T) {
 	saved := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(saved)
 	runtime.GOMAXPROCS(2)
-	cfg := Config{Model: "mlp", Batch: 8, Threads: 1, Dataset: "synthetic", Seed: 1}
+	cfg := config.Config{Model: "mlp", Batch: 8, Threads: 1, Dataset: "synthetic", Seed: 1}
 	cfg.Schedule.Name, cfg.Schedule.Devices, cfg.Schedule.Micro = "gpipe", 1, 2
 	var during int
 	opts := RunOptions{Steps: 1, Gate: func(context.Context, int, int) error {

@@ -4,14 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // blockConfig is a small mlp of 6 blocks, two per stage at K = 3.
-func blockConfig(o schedule.Options) Config {
-	return Config{
+func blockConfig(o schedule.Options) config.Config {
+	return config.Config{
 		Model: "mlp", ModelConfig: models.Config{Sizes: []int{48, 32, 32, 32, 32, 32, 5}},
 		Batch: 12, Seed: 5, Threads: 1, Schedule: o,
 	}
@@ -57,7 +58,7 @@ func TestBlockTimingEvents(t *testing.T) {
 		var blockEvents int
 		for _, s := range on.Steps {
 			for d, ds := range s.Devices {
-				var pending []Event // block events since the last whole op
+				var pending []profiler.Event // block events since the last whole op
 				for _, e := range ds.Events {
 					if e.Block != wholeOp {
 						pending = append(pending, e)
@@ -101,15 +102,19 @@ func TestBlockTimingEvents(t *testing.T) {
 }
 
 // checkBlocks checks the block events recorded during op event e.
-func checkBlocks(t *testing.T, name string, d int, e Event, blocks []Event, bounds []int) {
+func checkBlocks(t *testing.T, name string, d int, e profiler.Event, blocks []profiler.Event, bounds []int) {
 	t.Helper()
-	if !isCompute(e.Op.Kind) {
+	kind, err := schedule.ParseOpKind(e.Op)
+	if err != nil {
+		t.Fatalf("%s: device %d: %v", name, d, err)
+	}
+	if !isCompute(kind) {
 		if len(blocks) > 0 {
 			t.Errorf("%s: device %d: %v has %d block events", name, d, e.Op, len(blocks))
 		}
 		return
 	}
-	lo, hi := bounds[e.Op.Stage], bounds[e.Op.Stage+1]
+	lo, hi := bounds[e.Stage], bounds[e.Stage+1]
 	if len(blocks) != hi-lo {
 		t.Errorf("%s: device %d: %v has %d block events for blocks [%d, %d)", name, d, e.Op, len(blocks), lo, hi)
 		return
@@ -117,10 +122,10 @@ func checkBlocks(t *testing.T, name string, d int, e Event, blocks []Event, boun
 	var sum int64
 	for i, b := range blocks {
 		want := lo + i
-		if e.Op.Kind == schedule.Backward {
+		if kind == schedule.Backward {
 			want = hi - 1 - i
 		}
-		if b.Block != want || b.Op.String() != e.Op.String() {
+		if b.Block != want || b.Op != e.Op || b.Stage != e.Stage || b.Micro != e.Micro || b.Shard != e.Shard {
 			t.Errorf("%s: device %d: %v event %d is block %d of %v, want block %d", name, d, e.Op, i, b.Block, b.Op, want)
 		}
 		if b.StartNanos < e.StartNanos || b.EndNanos > e.EndNanos || b.StartNanos > b.EndNanos {
@@ -323,20 +328,6 @@ func checkRecordDevices(t *testing.T, name string, res *Result, rec profiler.Rec
 	}
 	if want := float64(res.Config.Batch) / (float64(sm.StepNanosMedian) / 1e9); sm.SamplesPerSecond != want {
 		t.Errorf("%s: %g samples/s, want %g", name, sm.SamplesPerSecond, want)
-	}
-}
-
-func TestParseCPUModel(t *testing.T) {
-	for _, tc := range []struct {
-		name, in, want string
-	}{
-		{name: "x86", in: "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\nmodel name\t: other\n", want: "Intel(R) Xeon(R) CPU @ 2.20GHz"},
-		{name: "no model", in: "processor\t: 0\nBogoMIPS\t: 50.00\n", want: ""},
-		{name: "empty", in: "", want: ""},
-	} {
-		if got := parseCPUModel([]byte(tc.in)); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 )
@@ -33,7 +34,7 @@ type RunOptions struct {
 // Result is a run: its configuration with defaults filled in, the
 // partition, and every measured step.
 type Result struct {
-	Config Config
+	Config config.Config
 	// Options are the run's options.
 	Options RunOptions
 	// Model is the description of the model trained: its blocks, their
@@ -62,7 +63,7 @@ type Result struct {
 // Run trains cfg for opts.Warmup warm-up and opts.Steps measured steps
 // and returns what every step and device did. It is the library entry
 // point of the profile command.
-func Run(ctx context.Context, cfg Config, opts RunOptions) (*Result, error) {
+func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, error) {
 	if opts.Warmup < 0 || opts.Steps < 1 {
 		return nil, fmt.Errorf("run %d warm-up and %d measured steps: need warm-up ≥ 0 and steps ≥ 1", opts.Warmup, opts.Steps)
 	}

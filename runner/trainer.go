@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/datasets"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
@@ -18,7 +18,7 @@ import (
 
 // Trainer trains one configuration on K devices, a step at a time.
 type Trainer struct {
-	cfg       Config
+	cfg       config.Config
 	model     *models.Model // the description: blocks, shapes, costs
 	bounds    []int         // stage s holds blocks [bounds[s], bounds[s+1])
 	program   *schedule.Program
@@ -37,9 +37,9 @@ type Trainer struct {
 // NewTrainer opens the devices, partitions the model, places each stage's
 // weights (initialised from cfg.Seed exactly as a single-device model
 // would be) on its device, and builds the schedule's program.
-func NewTrainer(cfg Config) (*Trainer, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+func NewTrainer(cfg config.Config) (*Trainer, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	prog, err := schedule.Build(cfg.Schedule)
@@ -103,33 +103,18 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 	return n
 }
 
-// partition splits the model's blocks into stages by the configured cost.
+// partition splits the model's blocks into stages: the configured
+// bounds, or the configured balance's costs, by time measured on one
+// device (BlockTimes).
 func (t *Trainer) partition(stages int) ([]int, error) {
-	if b := t.cfg.Bounds; b != nil {
-		if len(b) != stages+1 || b[0] != 0 || b[stages] != len(t.model.Blocks) || !slices.IsSorted(b) {
-			return nil, fmt.Errorf("partition %v: want %d stage bounds from 0 to %d, ascending", b, stages+1, len(t.model.Blocks))
-		}
-		return slices.Clone(b), nil
-	}
-	if t.cfg.Balance == "time" {
-		if stages == 1 {
-			return []int{0, len(t.model.Blocks)}, nil
-		}
+	bounds, err := t.cfg.Partition(t.model, stages, func() ([]float64, error) {
 		costs, err := BlockTimes(t.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("balance by time: %w", err)
 		}
-		return models.Partition(costs, stages)
-	}
-	costs := make([]float64, len(t.model.Blocks))
-	for i, b := range t.model.Blocks {
-		if t.cfg.Balance == "params" {
-			costs[i] = float64(b.Cost.Params)
-		} else {
-			costs[i] = float64(b.Cost.MACs)
-		}
-	}
-	return models.Partition(costs, stages)
+		return costs, nil
+	})
+	return bounds, err
 }
 
 // place opens the devices and builds every worker's stage and replicas.

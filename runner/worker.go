@@ -115,38 +115,21 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 }
 
 // wholeOp is the Block of an event that times a whole op.
-const wholeOp = -1
+const wholeOp = profiler.WholeOp
 
 // recordEvent returns the record's form of an event of op on device d.
-// Collectives belong to no stage; their events carry the device's own.
 func recordEvent(step, d int, op schedule.Op, block int, start, end, bytes int64) profiler.Event {
-	stage := op.Stage
-	if stage == schedule.None {
-		stage = d
-	}
-	return profiler.Event{
-		Step: step, Device: d, Stage: stage, Op: op.Kind.String(),
-		Micro: op.Micro, Shard: op.Shard, Peer: op.Peer, Block: block,
-		StartNanos: start, EndNanos: end, Bytes: bytes,
-	}
+	return profiler.OpEvent(step, d, op, block, start, end, bytes)
 }
 
 // takeEvents returns the events the device recorded in the step, with
 // times from the step's start, and empties the recorder. Events come in
 // the order they ended: an op's per-block events before the op's own.
-func (w *worker) takeEvents(start int64) []Event {
+func (w *worker) takeEvents(start int64) []profiler.Event {
 	if w.rec == nil {
 		return nil
 	}
-	recs := w.rec.Events()
-	out := make([]Event, len(recs))
-	i := 0 // the op the next events belong to
-	for j, e := range recs {
-		out[j] = Event{Op: w.ops[min(i, len(w.ops)-1)], Block: e.Block, StartNanos: e.StartNanos - start, EndNanos: e.EndNanos - start, Bytes: e.Bytes}
-		if e.Block == wholeOp {
-			i++
-		}
-	}
+	out := w.rec.AppendRelative(make([]profiler.Event, 0, w.rec.Len()), start)
 	w.rec.Reset()
 	return out
 }

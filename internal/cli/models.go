@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/reports"
 )
@@ -45,20 +46,11 @@ func (s ModelSize) validate() error {
 
 // config is the zoo configuration of model a at these sizes.
 func (s ModelSize) config(a models.Arch) models.Config {
-	cfg := models.Config{Classes: s.Classes, Width: s.Width}
-	if a.DefaultImage > 0 {
-		cfg.Image = s.Image
-	}
-	return cfg
+	return config.SizedModel(a, s.Image, s.Classes, s.Width)
 }
 
 // tooSmall says why a cannot take the --image size, or "" when it can.
-func (s ModelSize) tooSmall(a models.Arch) string {
-	if a.DefaultImage == 0 || s.Image == 0 || s.Image >= a.MinImage {
-		return ""
-	}
-	return fmt.Sprintf("input %d×%d is below the smallest %s accepts, %d×%d", s.Image, s.Image, a.Name, a.MinImage, a.MinImage)
-}
+func (s ModelSize) tooSmall(a models.Arch) string { return config.ImageTooSmall(a, s.Image) }
 
 // describe returns the model's structure and costs on the meta device:
 // instant, and without allocating its parameters.
@@ -206,23 +198,14 @@ func zooTable(size ModelSize) (*reports.Table, error) {
 	return t, nil
 }
 
-// Balance is the block cost a partition evens out across stages.
-type Balance string
-
-// The costs a partition can balance.
-const (
-	BalanceParams Balance = "params" // trainable parameters: weight memory and update time
-	BalanceMACs   Balance = "macs"   // forward multiply-accumulates: compute time
-)
-
 // balanceValue is the pflag.Value behind --balance; like --output, a bad
 // value is a flag error, so a usage error.
-type balanceValue struct{ p *Balance }
+type balanceValue struct{ p *config.Balance }
 
 func (v balanceValue) String() string { return string(*v.p) }
 
 func (v balanceValue) Set(s string) error {
-	if b := Balance(s); b == BalanceParams || b == BalanceMACs {
+	if b := config.Balance(s); b == config.BalanceParams || b == config.BalanceMACs {
 		*v.p = b
 		return nil
 	}
@@ -237,14 +220,14 @@ type ModelsPartitionOptions struct {
 	Output  Format
 	Model   string
 	Devices int
-	Balance Balance
+	Balance config.Balance
 	Size    ModelSize
 }
 
 // newCmdModelsPartition returns the models partition command. runF, when
 // not nil, runs instead of the real work.
 func newCmdModelsPartition(streams *IOStreams, runF func(*ModelsPartitionOptions) error) *cobra.Command {
-	opts := &ModelsPartitionOptions{IO: streams, Balance: BalanceMACs}
+	opts := &ModelsPartitionOptions{IO: streams, Balance: config.BalanceMACs}
 	cmd := &cobra.Command{
 		Use:   "partition --model NAME --devices K",
 		Short: "Split a model into pipeline stages of balanced cost",
@@ -301,7 +284,7 @@ type partitionDoc struct {
 	Classes   int              `json:"classes"`
 	Width     float64          `json:"width"`
 	Devices   int              `json:"devices"`
-	Balance   Balance          `json:"balance"`
+	Balance   config.Balance   `json:"balance"`
 	Stages    []reports.Object `json:"stages"`
 	Imbalance imbalance        `json:"imbalance"`
 }
@@ -313,8 +296,8 @@ type imbalance struct {
 	MACs   float64 `json:"macs"`
 }
 
-func (imb imbalance) of(b Balance) float64 {
-	if b == BalanceMACs {
+func (imb imbalance) of(b config.Balance) float64 {
+	if b == config.BalanceMACs {
 		return imb.MACs
 	}
 	return imb.Params
@@ -335,14 +318,7 @@ func modelsPartitionRun(opts *ModelsPartitionOptions) error {
 	if n := len(m.Blocks); opts.Devices > n {
 		return usageErrorf("--devices %d: %s has %d blocks, so at most %d stages", opts.Devices, a.Name, n, n)
 	}
-	costs := make([]float64, len(m.Blocks))
-	for i, b := range m.Blocks {
-		costs[i] = float64(b.Cost.MACs)
-		if opts.Balance == BalanceParams {
-			costs[i] = float64(b.Cost.Params)
-		}
-	}
-	bounds, err := models.Partition(costs, opts.Devices)
+	bounds, err := config.Config{Balance: opts.Balance}.Partition(m, opts.Devices, nil)
 	if err != nil {
 		return fmt.Errorf("partition %s: %w", a.Name, err)
 	}
@@ -361,8 +337,8 @@ func modelsPartitionRun(opts *ModelsPartitionOptions) error {
 }
 
 // balanceName is how titles and footnotes name a cost.
-func balanceName(b Balance) string {
-	if b == BalanceMACs {
+func balanceName(b config.Balance) string {
+	if b == config.BalanceMACs {
 		return "MACs"
 	}
 	return "params"
@@ -370,7 +346,7 @@ func balanceName(b Balance) string {
 
 // stageTable has a row per stage of the partition bounds, and the
 // imbalance of each cost as footnotes.
-func stageTable(m *models.Model, bounds []int, balance Balance) (*reports.Table, imbalance) {
+func stageTable(m *models.Model, bounds []int, balance config.Balance) (*reports.Table, imbalance) {
 	t := &reports.Table{
 		Columns: []reports.Column{
 			{Key: "stage", Header: "stage", Align: reports.AlignRight},
@@ -410,8 +386,8 @@ func stageTable(m *models.Model, bounds []int, balance Balance) (*reports.Table,
 	}
 	imb := imbalance{Params: maxOverMean(params), MACs: maxOverMean(macs)}
 	// The balanced cost first: it is what the partition optimised.
-	first, second := BalanceMACs, BalanceParams
-	if balance == BalanceParams {
+	first, second := config.BalanceMACs, config.BalanceParams
+	if balance == config.BalanceParams {
 		first, second = second, first
 	}
 	t.Footnotes = []string{

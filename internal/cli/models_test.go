@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/spf13/cobra"
 )
 
@@ -121,13 +122,13 @@ func TestNewCmdModelsPartitionFlags(t *testing.T) {
 		wantUsage string
 	}{
 		{name: "defaults", args: withBase(), want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4,
-			Balance: BalanceMACs, Size: ModelSize{Width: 1}}},
+			Balance: config.BalanceMACs, Size: ModelSize{Width: 1}}},
 		{name: "all flags", args: withBase("--balance", "params", "--image", "128",
 			"--classes", "100", "--width", "0.5", "--output", "csv"),
-			want: ModelsPartitionOptions{Output: FormatCSV, Model: "resnet50", Devices: 4, Balance: BalanceParams,
+			want: ModelsPartitionOptions{Output: FormatCSV, Model: "resnet50", Devices: 4, Balance: config.BalanceParams,
 				Size: ModelSize{Image: 128, Classes: 100, Width: 0.5}}},
 		{name: "balance macs", args: withBase("--balance=macs"),
-			want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4, Balance: BalanceMACs, Size: ModelSize{Width: 1}}},
+			want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4, Balance: config.BalanceMACs, Size: ModelSize{Width: 1}}},
 		{name: "model is required", args: []string{"--devices", "4"}, wantUsage: "required flag --model not set"},
 		{name: "devices are required", args: []string{"--model", "mlp"}, wantUsage: "required flag --devices not set"},
 		{name: "zero devices", args: []string{"--model", "mlp", "--devices", "0"}, wantUsage: "--devices 0: need at least 1"},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
@@ -106,10 +108,14 @@ draws forecast against measured step times.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			if opts.Validate {
-				return predictValidateRun(opts)
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
 			}
-			return predictRun(opts)
+			if opts.Validate {
+				return predictValidateRun(ctx, opts)
+			}
+			return predictRun(ctx, opts)
 		},
 	}
 	f := cmd.Flags()
@@ -180,23 +186,25 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	}
 	check := o.sweep(predictDefaults)
 	check.Backend = "cpu"
-	return check.validate()
+	if err := check.Check(); err != nil {
+		return sweepError(err, nil)
+	}
+	return nil
 }
 
 // predictDefaults stands in for the data when the flags are checked
 // before the data is read.
-var predictDefaults = ProfileOptions{
+var predictDefaults = config.Sweep{
 	Models: defaultProfileModels, Images: defaultProfileImages, Classes: []int{0}, Widths: defaultProfileWidths,
 	Batches: defaultProfileBatches, Devices: defaultProfileDevices, Micro: defaultProfileMicro,
 	Schedules: defaultProfileSchedules, Checkpoints: []string{schedule.ExceptLast.String()}, Prefetch: []int{1},
-	Balance: "time", Steps: 1, Backend: "cpu", Dataset: "synthetic", Seed: 1,
+	Balance: config.BalanceTime, Backend: "cpu", Dataset: "synthetic", Seed: 1,
 }
 
-// sweep returns profile's options for the flags given, taking every
-// list, the balance, threads and backend not given from data.
-func (o *PredictOptions) sweep(data ProfileOptions) *ProfileOptions {
+// sweep returns the sweep of the flags given, taking every list, the
+// balance, threads and backend not given from data.
+func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s := data
-	s.IO = o.IO
 	pick := func(given, fallback []string) []string {
 		if given != nil {
 			return given
@@ -222,7 +230,7 @@ func (o *PredictOptions) sweep(data ProfileOptions) *ProfileOptions {
 	s.Checkpoints = pick(o.Checkpoints, data.Checkpoints)
 	s.Prefetch = pickInt(o.Prefetch, data.Prefetch)
 	if o.Balance != "" {
-		s.Balance = o.Balance
+		s.Balance = config.Balance(o.Balance)
 	}
 	if o.Threads != 0 {
 		s.Threads = o.Threads
@@ -230,7 +238,7 @@ func (o *PredictOptions) sweep(data ProfileOptions) *ProfileOptions {
 	if o.Backend != "" {
 		s.Backend = o.Backend
 	}
-	return &s
+	return s
 }
 
 // readMeasured reads the data files, reporting bad lines on errOut, and
@@ -258,8 +266,8 @@ func readMeasured(errOut io.Writer, files []string) ([]profiler.Record, error) {
 	return all, nil
 }
 
-func predictRun(opts *PredictOptions) error {
-	preds, keys, recs, err := forecast(opts)
+func predictRun(ctx context.Context, opts *PredictOptions) error {
+	preds, keys, recs, err := forecast(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -284,7 +292,7 @@ func predictRun(opts *PredictOptions) error {
 // configuration the flags select. It returns the predicted records, the
 // keys they belong to and the measured records they rest on; notes on
 // skipped combinations go to standard error.
-func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.Key, recs []profiler.Record, err error) {
+func forecast(ctx context.Context, opts *PredictOptions) (preds []profiler.Record, keys []predictor.Key, recs []profiler.Record, err error) {
 	if recs, err = readMeasured(opts.IO.ErrOut, opts.Data); err != nil {
 		return nil, nil, nil, err
 	}
@@ -300,9 +308,9 @@ func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.K
 	}
 	var notes []string
 	for _, key := range keys {
-		cfgs, skipped, err := expandSweep(opts.sweep(dataSweep(recs, key)))
+		cfgs, skipped, err := opts.sweep(predictor.DataSweep(recs, key)).Expand()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, sweepError(err, skipped)
 		}
 		for _, n := range skipped {
 			if !slices.Contains(notes, n) {
@@ -311,9 +319,9 @@ func forecast(opts *PredictOptions) (preds []profiler.Record, keys []predictor.K
 			}
 		}
 		for _, cfg := range cfgs {
-			rec, err := predictor.Predict(fits[key], cfg)
+			rec, err := predictor.Predict(ctx, fits[key], cfg)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("predict %s: %w", describeConfig(cfg), err)
+				return nil, nil, nil, fmt.Errorf("predict %s: %w", cfg, err)
 			}
 			preds = append(preds, rec)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // targets returns the keys of the data that the flags select: every key
@@ -117,61 +116,4 @@ func resolveClasses(k predictor.Key, c int) int {
 		return -1
 	}
 	return m.Config.Classes
-}
-
-// dataSweep returns profile's options that name what the data holds for
-// key: its sizes, threads and backend, and every batch, device count,
-// micro-batch count, schedule and schedule option among its runs. The
-// balance is the data's where its runs agree, otherwise time.
-func dataSweep(recs []profiler.Record, key predictor.Key) ProfileOptions {
-	s := ProfileOptions{
-		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
-		Threads: key.Threads, Backend: key.Backend, Steps: 1, Balance: "time",
-	}
-	var balances []string
-	for i := range recs {
-		r := &recs[i]
-		if predictor.KeyOf(r) != key {
-			continue
-		}
-		c := r.Config
-		if s.Dataset == "" {
-			s.Dataset, s.Seed = c.Dataset, c.Seed
-		}
-		s.Batches = appendNew(s.Batches, c.Batch)
-		s.Devices = appendNew(s.Devices, c.Devices)
-		s.Micro = appendNew(s.Micro, c.Micro)
-		s.Schedules = appendNew(s.Schedules, c.Schedule)
-		switch c.Schedule {
-		case schedule.GPipe:
-			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
-		case schedule.Coop:
-			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
-		}
-		balances = appendNew(balances, c.Balance)
-	}
-	slices.Sort(s.Batches)
-	slices.Sort(s.Devices)
-	slices.Sort(s.Micro)
-	order := schedule.Names()
-	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
-	slices.Sort(s.Prefetch)
-	if len(s.Checkpoints) == 0 {
-		s.Checkpoints = []string{schedule.ExceptLast.String()}
-	}
-	if len(s.Prefetch) == 0 {
-		s.Prefetch = []int{1}
-	}
-	if len(balances) == 1 {
-		s.Balance = balances[0]
-	}
-	return s
-}
-
-// appendNew appends v unless s holds it.
-func appendNew[T comparable](s []T, v T) []T {
-	if slices.Contains(s, v) {
-		return s
-	}
-	return append(s, v)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
@@ -118,12 +119,12 @@ func TestDataSweep(t *testing.T) {
 	if len(keys) != 1 {
 		t.Fatalf("keys %v, want the mlp's one", keys)
 	}
-	got := dataSweep(recs, keys[0])
+	got := predictor.DataSweep(recs, keys[0])
 	got.Dataset, got.Seed = "", 0
-	want := ProfileOptions{
+	want := config.Sweep{
 		Models: []string{"mlp"}, Images: []int{0}, Classes: []int{keys[0].Classes}, Widths: []float64{0.25},
 		Batches: []int{16}, Devices: []int{1, 2}, Micro: []int{1, 2, 4}, Schedules: []string{"gpipe", "coop"},
-		Checkpoints: []string{"except-last"}, Prefetch: []int{1}, Balance: "time", Threads: 1, Backend: "cpu", Steps: 1,
+		Checkpoints: []string{"except-last"}, Prefetch: []int{1}, Balance: "time", Threads: 1, Backend: "cpu",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -144,7 +145,7 @@ func TestPredictGolden(t *testing.T) {
 	}
 	var errOut bytes.Buffer
 	opts.IO = &IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}
-	preds, keys, recs, err := forecast(opts)
+	preds, keys, recs, err := forecast(context.Background(), opts)
 	if err != nil || errOut.Len() > 0 {
 		t.Fatalf("forecast: %v; stderr %q", err, errOut.String())
 	}
@@ -209,7 +210,7 @@ func liveRuns(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
 	for _, m := range []int{1, 2, 4} {
-		cfg := runner.Config{
+		cfg := config.Config{
 			Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 16, Balance: "time", Threads: 1,
 			Schedule: schedule.Options{Name: schedule.GPipe, Devices: 1, Micro: m, Checkpoint: schedule.ExceptLast},
 		}

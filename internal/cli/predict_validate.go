@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +15,12 @@ import (
 
 // predictValidateRun refits the data with each held-out group removed and
 // prints how well the forecasts match the held-out measurements.
-func predictValidateRun(opts *PredictOptions) error {
+func predictValidateRun(ctx context.Context, opts *PredictOptions) error {
 	recs, err := readMeasured(opts.IO.ErrOut, opts.Data)
 	if err != nil {
 		return err
 	}
-	v, err := predictor.Validate(recs, opts.Holdout, opts.Seed)
+	v, err := predictor.Validate(ctx, recs, opts.Holdout, opts.Seed)
 	if errors.Is(err, predictor.ErrMixedHugePages) {
 		return &InputError{Err: fmt.Errorf("--data: %w", err)}
 	}

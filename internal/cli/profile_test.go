@@ -115,7 +115,7 @@ func sweepSummary(t *testing.T, args ...string) ([]string, []string, int, error)
 	var names []string
 	threads := 0
 	for _, c := range cfgs {
-		names = append(names, describeConfig(c))
+		names = append(names, c.String())
 		threads = c.Threads
 	}
 	return names, notes, threads, err

@@ -1,13 +1,13 @@
-package runner
+package config
 
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
-	_ "github.com/pipecast/pipecast/tensor/cpu" // the default backend, always built
 )
 
 // Config is one training configuration: what to train, on what, how.
@@ -20,11 +20,9 @@ type Config struct {
 	// Schedule selects the schedule, K (Devices), M (Micro) and its
 	// options.
 	Schedule schedule.Options
-	// Balance is the block cost the partitioner balances: "params",
-	// "macs" (default) or "time" (each block's forward and backward
-	// measured on one device at the micro-batch size, as torchgpipe's
-	// balance_by_time does).
-	Balance string
+	// Balance is the block cost the partitioner balances (BalanceMACs by
+	// default).
+	Balance Balance
 	// Backend names the tensor backend ("cpu"); Threads is T, the worker
 	// threads of each device.
 	Backend string
@@ -49,19 +47,24 @@ func DefaultSGD() tensor.SGDParams {
 	return tensor.SGDParams{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
 }
 
-// WithDefaults returns c with its zero fields filled as Run fills them.
-func (c Config) WithDefaults() Config { return c.withDefaults() }
+// DefaultThreads is the worker threads of every device when a sweep's
+// largest device count is maxDevices: the machine's cores shared among
+// them, at least 1, so that runs at different K compare like with like.
+func DefaultThreads(maxDevices int) int {
+	return max(1, runtime.NumCPU()/max(1, maxDevices))
+}
 
-// withDefaults fills the zero fields.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields filled as the runner fills
+// them.
+func (c Config) WithDefaults() Config {
 	if c.Balance == "" {
-		c.Balance = "macs"
+		c.Balance = BalanceMACs
 	}
 	if c.Backend == "" {
 		c.Backend = "cpu"
 	}
 	if c.Threads == 0 {
-		c.Threads = max(1, runtime.NumCPU()/max(1, c.Schedule.Devices))
+		c.Threads = DefaultThreads(c.Schedule.Devices)
 	}
 	if c.Dataset == "" {
 		c.Dataset = "synthetic"
@@ -84,27 +87,51 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate reports configurations no schedule can run.
-func (c Config) validate() error {
-	k, m := c.Schedule.Devices, c.Schedule.Micro
-	switch {
-	case c.Batch < 1:
-		return fmt.Errorf("batch %d: need at least 1 sample", c.Batch)
-	case m < 1 || c.Batch%m != 0:
-		return fmt.Errorf("batch %d does not split into %d micro-batches of equal size", c.Batch, m)
-	case c.Schedule.Name == schedule.Coop && c.Batch%k != 0:
-		return fmt.Errorf("coop: batch %d does not split into %d equal shards, one per device", c.Batch, k)
-	case c.Threads < 1:
-		return fmt.Errorf("threads %d: need at least 1", c.Threads)
-	case c.Balance != "params" && c.Balance != "macs" && c.Balance != "time":
-		return fmt.Errorf("balance %q: want params, macs or time", c.Balance)
-	}
-	return nil
-}
-
 // Oversubscribed reports whether K devices of T threads ask for more
 // threads than the machine has cores.
 func (c Config) Oversubscribed() bool {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	return c.Schedule.Devices*c.Threads > runtime.NumCPU()
+}
+
+// String names the configuration briefly, as progress lines and errors
+// do: "resnet50 32px ×0.25 gpipe (except-last) K=2 M=4 B=16".
+func (c Config) String() string {
+	s := c.Schedule
+	name := s.Name
+	switch s.Name {
+	case schedule.GPipe:
+		name += " (" + s.Checkpoint.String() + ")"
+	case schedule.Coop:
+		name += fmt.Sprintf(" (d=%d)", s.Prefetch)
+	}
+	size := ""
+	if c.ModelConfig.Image > 0 {
+		size += fmt.Sprintf(" %dpx", c.ModelConfig.Image)
+	}
+	if c.ModelConfig.Width != 1 {
+		size += " ×" + strconv.FormatFloat(c.ModelConfig.Width, 'g', -1, 64)
+	}
+	return fmt.Sprintf("%s%s %s K=%d M=%d B=%d", c.Model, size, name, s.Devices, s.Micro, c.Batch)
+}
+
+// SizedModel is the zoo configuration of model a at an input size (0:
+// the model's default), classes (0: the default) and width: a model that
+// takes flat vectors (the mlp) ignores the image size.
+func SizedModel(a models.Arch, image, classes int, width float64) models.Config {
+	cfg := models.Config{Classes: classes, Width: width}
+	if a.DefaultImage > 0 {
+		cfg.Image = image
+	}
+	return cfg
+}
+
+// ImageTooSmall says why model a cannot take inputs of image×image
+// pixels, or "" when it can (0 is the model's default; a model of flat
+// vectors takes any).
+func ImageTooSmall(a models.Arch, image int) string {
+	if a.DefaultImage == 0 || image == 0 || image >= a.MinImage {
+		return ""
+	}
+	return fmt.Sprintf("input %d×%d is below the smallest %s accepts, %d×%d", image, image, a.Name, a.MinImage, a.MinImage)
 }

@@ -1,0 +1,91 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// RecordConfig is c as a run record holds it: the model's sizes as built
+// (sized, with the zoo's defaults filled in), the steps and warm-up steps
+// run, and the options only the chosen schedule uses.
+func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.RunConfig {
+	rc := profiler.RunConfig{
+		Model: c.Model, Image: sized.Image, Classes: sized.Classes, Width: sized.Width, Batch: c.Batch,
+		Devices: c.Schedule.Devices, Micro: c.Schedule.Micro, Schedule: c.Schedule.Name,
+		Balance: string(c.Balance), Threads: c.Threads,
+		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
+		LR: decimal(c.SGD.LR), Momentum: decimal(c.SGD.Momentum), WeightDecay: decimal(c.SGD.WeightDecay),
+	}
+	switch c.Schedule.Name {
+	case schedule.GPipe:
+		rc.Checkpoint = c.Schedule.Checkpoint.String()
+	case schedule.Coop:
+		rc.Prefetch = c.Schedule.Prefetch
+	}
+	return rc
+}
+
+// decimal widens x to the float64 nearest its shortest decimal form, so
+// that a learning rate of 0.01 is recorded as 0.01 and not as float32's
+// 0.009999999776.
+func decimal(x float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(x) // unreachable: FormatFloat's output parses
+	}
+	return v
+}
+
+// FromRecord returns the configuration of a record: its model, batch,
+// schedule, backend, threads, data and optimizer, and its partition as
+// Bounds, so that a forecast of it prices the partition the run used
+// rather than one balanced anew. Records do not hold the mlp's layer
+// sizes: its configuration has the default sizes.
+func FromRecord(r *profiler.Record) (Config, error) {
+	c := r.Config
+	cfg := Config{
+		Model:       c.Model,
+		ModelConfig: models.Config{Image: c.Image, Classes: c.Classes, Width: c.Width},
+		Batch:       c.Batch,
+		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch},
+		Balance:     Balance(c.Balance),
+		Backend:     r.Env.Backend,
+		Threads:     c.Threads,
+		Dataset:     c.Dataset,
+		Seed:        c.Seed,
+		SGD:         tensor.SGDParams{LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay)},
+	}
+	if c.Checkpoint != "" {
+		ck, err := schedule.ParseCheckpoint(c.Checkpoint)
+		if err != nil {
+			return Config{}, fmt.Errorf("record %s: %w", r.ID, err)
+		}
+		cfg.Schedule.Checkpoint = ck
+	}
+	if len(r.Partition) > 0 {
+		cfg.Bounds = []int{r.Partition[0].FirstBlock}
+		for _, s := range r.Partition {
+			cfg.Bounds = append(cfg.Bounds, s.EndBlock)
+		}
+	}
+	return cfg, nil
+}
+
+// BlockCosts returns the run record's form of m's blocks: names and
+// costs per sample (nil for no model).
+func BlockCosts(m *models.Model) []profiler.BlockCost {
+	if m == nil {
+		return nil
+	}
+	out := make([]profiler.BlockCost, len(m.Blocks))
+	for i, b := range m.Blocks {
+		out[i] = profiler.BlockCost{Name: b.Name, Params: b.Cost.Params, MACs: b.Cost.MACs,
+			SavedBytes: b.Cost.SavedBytes, OutputBytes: b.Cost.OutputBytes}
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// Sweep is lists of values whose every combination is one configuration:
+// models × images × classes × widths × batches × devices × micro-batches
+// × schedules, gpipe times the checkpoint modes and coop times the
+// look-ahead depths. The other fields are the same in every
+// configuration.
+type Sweep struct {
+	Models      []string
+	Images      []int // 0: the model's default; a model of flat vectors ignores it
+	Classes     []int // 0: the model's default
+	Widths      []float64
+	Batches     []int
+	Devices     []int
+	Micro       []int
+	Schedules   []string
+	Checkpoints []string // gpipe only
+	Prefetch    []int    // coop only
+
+	Balance Balance
+	Threads int // per device; 0: DefaultThreads of the sweep's largest K
+	Backend string
+	Dataset string
+	Seed    uint64
+}
+
+// FieldError reports a sweep value that no configuration can take, by the
+// field's name in run records and on the command line.
+type FieldError struct {
+	Field string
+	// Value is the value at fault as the message shows it, or "" when the
+	// reason is about the field as a whole.
+	Value  string
+	Reason string
+	Err    error
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return e.Field + ": " + e.Reason
+	}
+	return e.Field + " " + e.Value + ": " + e.Reason
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// ErrNothingRuns is returned by Expand when every combination breaks a
+// rule a sweep skips; the notes say which and why.
+var ErrNothingRuns = errors.New("no combination can run")
+
+// Check reports a value that no configuration can take, looking at each
+// list on its own: empty lists, unknown models, schedules, checkpoint
+// modes and balances, counts below their least, widths that are not
+// positive, a negative thread count and a backend this build lacks.
+// How values combine is Expand's to check.
+func (s Sweep) Check() error {
+	for _, list := range []struct {
+		field string
+		n     int
+	}{{"model", len(s.Models)}, {"image", len(s.Images)}, {"classes", len(s.Classes)}, {"width", len(s.Widths)},
+		{"batch", len(s.Batches)}, {"devices", len(s.Devices)}, {"microbatches", len(s.Micro)},
+		{"schedule", len(s.Schedules)}, {"checkpoint", len(s.Checkpoints)}, {"prefetch", len(s.Prefetch)}} {
+		if list.n == 0 {
+			return &FieldError{Field: list.field, Reason: "empty list"}
+		}
+	}
+	for _, m := range s.Models {
+		if _, err := models.LookupArch(m); err != nil {
+			return &FieldError{Field: "model", Reason: err.Error(), Err: err}
+		}
+	}
+	for _, n := range s.Schedules {
+		if !slices.Contains(schedule.Names(), n) {
+			return &FieldError{Field: "schedule", Value: fmt.Sprintf("%q", n),
+				Reason: "unknown schedule (want " + strings.Join(schedule.Names(), ", ") + ")"}
+		}
+	}
+	for _, c := range s.Checkpoints {
+		if _, err := schedule.ParseCheckpoint(c); err != nil {
+			return &FieldError{Field: "checkpoint", Reason: err.Error(), Err: err}
+		}
+	}
+	if err := s.checkCounts(); err != nil {
+		return err
+	}
+	if _, err := ParseBalance(string(s.Balance)); err != nil {
+		return &FieldError{Field: "balance", Value: fmt.Sprintf("%q", s.Balance), Reason: "unknown cost (want params, macs or time)"}
+	}
+	if s.Threads < 0 {
+		return &FieldError{Field: "threads", Value: fmt.Sprint(s.Threads), Reason: "need at least 1 (or 0 for the default)"}
+	}
+	var backends []string
+	for _, b := range tensor.Backends() {
+		backends = append(backends, b.Name)
+	}
+	if !slices.Contains(backends, s.Backend) {
+		return &FieldError{Field: "backend", Value: fmt.Sprintf("%q", s.Backend),
+			Reason: "not compiled in (have " + strings.Join(backends, ", ") + ")"}
+	}
+	return nil
+}
+
+// checkCounts checks that every count is at least its least and every
+// width a positive number.
+func (s Sweep) checkCounts() error {
+	for _, p := range []struct {
+		field string
+		vals  []int
+		least int
+	}{{"image", s.Images, 0}, {"classes", s.Classes, 0}, {"batch", s.Batches, 1}, {"devices", s.Devices, 1},
+		{"microbatches", s.Micro, 1}, {"prefetch", s.Prefetch, 1}} {
+		for _, v := range p.vals {
+			if v < p.least {
+				return &FieldError{Field: p.field, Value: fmt.Sprint(v), Reason: fmt.Sprintf("need at least %d", p.least)}
+			}
+		}
+	}
+	for _, w := range s.Widths {
+		if !(w > 0) || math.IsInf(w, 1) {
+			return &FieldError{Field: "width", Value: fmt.Sprint(w), Reason: "must be a positive number"}
+		}
+	}
+	return nil
+}
+
+// Expand returns the configurations of every runnable combination, in
+// list order, and notes on the combinations it skipped because they
+// break a misfit rule (Rule.Misfit). A combination that breaks another
+// rule fails the whole sweep with a *FieldError naming the value, before
+// anything runs; so does a sweep of which nothing is left
+// (ErrNothingRuns). Expand builds nothing but the models' symbolic
+// descriptions. Threads, when zero, become DefaultThreads of the
+// largest K left.
+func (s Sweep) Expand() ([]Config, []string, error) {
+	var cfgs []Config
+	var notes []string
+	seen := map[string]bool{}
+	for _, name := range s.Models {
+		a, err := models.LookupArch(name)
+		if err != nil {
+			return nil, nil, &FieldError{Field: "model", Reason: err.Error(), Err: err}
+		}
+		for _, image := range s.Images {
+			for _, classes := range s.Classes {
+				for _, width := range s.Widths {
+					for _, cfg := range s.combinations(name, SizedModel(a, image, classes, width)) {
+						var inv *InvalidError
+						switch err := cfg.Validate(); {
+						case errors.As(err, &inv) && inv.Rule.Misfit():
+							if n := "skipping " + inv.Reason; !slices.Contains(notes, n) {
+								notes = append(notes, n)
+							}
+							continue
+						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages):
+							// The value is at fault whatever it combines with.
+							return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
+						case err != nil:
+							return nil, nil, err
+						}
+						key := fmt.Sprintf("%+v", cfg)
+						if seen[key] {
+							continue // the mlp takes no image: one run for every image size
+						}
+						seen[key] = true
+						cfgs = append(cfgs, cfg)
+					}
+				}
+			}
+		}
+	}
+	if len(cfgs) == 0 {
+		return nil, notes, ErrNothingRuns
+	}
+	threads := s.Threads
+	if threads == 0 {
+		maxK := 1
+		for _, c := range cfgs {
+			maxK = max(maxK, c.Schedule.Devices)
+		}
+		threads = DefaultThreads(maxK)
+	}
+	for i := range cfgs {
+		cfgs[i].Threads = threads
+	}
+	return cfgs, notes, nil
+}
+
+// combinations are the pipeline configurations of one sized model.
+func (s Sweep) combinations(model string, mc models.Config) []Config {
+	var out []Config
+	for _, b := range s.Batches {
+		for _, k := range s.Devices {
+			for _, m := range s.Micro {
+				for _, name := range s.Schedules {
+					base := Config{
+						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend,
+						Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads,
+						Schedule: schedule.Options{Name: name, Devices: k, Micro: m},
+					}
+					switch name {
+					case schedule.GPipe:
+						for _, c := range s.Checkpoints {
+							cfg := base
+							cfg.Schedule.Checkpoint, _ = schedule.ParseCheckpoint(c) // Check checked it
+							out = append(out, cfg)
+						}
+					case schedule.Coop:
+						for _, d := range s.Prefetch {
+							cfg := base
+							cfg.Schedule.Prefetch = d
+							out = append(out, cfg)
+						}
+					default:
+						out = append(out, base)
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner/schedule"
+	_ "github.com/pipecast/pipecast/tensor/meta" // models are described on the meta backend
+)
+
+// Rule names a rule of what can run.
+type Rule int
+
+// The rules Validate checks, in the order it checks them.
+const (
+	RuleModel    Rule = iota // the model is in the zoo and can be built at its sizes
+	RuleImage                // the input is no smaller than the model accepts
+	RuleCounts               // batch, devices, micro-batches and threads are positive
+	RuleStages               // no more devices than the model has blocks
+	RuleSchedule             // the schedule exists and its options make sense
+	RuleSingle               // single runs on one device
+	RuleMicro                // the batch splits into M equal micro-batches
+	RuleShards               // coop: the batch splits into K equal shards
+	RuleBalance              // the balance is one the partitioner knows
+)
+
+// Misfit reports whether the rule is one a sweep's combination of values
+// may break without anything being wrong with the values on their own
+// (single at K = 2, a batch that M does not divide): a sweep skips such
+// combinations with a note instead of refusing them.
+func (r Rule) Misfit() bool { return r == RuleSingle || r == RuleMicro || r == RuleShards }
+
+// InvalidError says which rule a configuration breaks, and why.
+type InvalidError struct {
+	Rule Rule
+	// Field is the configuration's field at fault, by its name in run
+	// records and on the command line ("devices", "image"), and Value its
+	// value.
+	Field, Value string
+	// Reason is the whole message; for RuleImage and RuleStages it is
+	// about the value and does not repeat the field.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *InvalidError) Error() string { return e.Reason }
+
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+func invalid(rule Rule, field string, value any, format string, args ...any) *InvalidError {
+	return &InvalidError{Rule: rule, Field: field, Value: fmt.Sprint(value), Reason: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first rule of what can run that c, with its
+// defaults filled, breaks, as an *InvalidError; nil when it can run. It
+// describes the model on the meta backend (shapes and costs, no values):
+// milliseconds, and once per sized model.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	a, err := models.LookupArch(c.Model)
+	if err != nil {
+		return &InvalidError{Rule: RuleModel, Field: "model", Value: c.Model, Reason: err.Error(), Err: err}
+	}
+	if why := ImageTooSmall(a, c.ModelConfig.Image); why != "" {
+		return invalid(RuleImage, "image", c.ModelConfig.Image, "%s", why)
+	}
+	s := c.Schedule
+	switch {
+	case c.Batch < 1:
+		return invalid(RuleCounts, "batch", c.Batch, "batch %d: need at least 1 sample", c.Batch)
+	case s.Devices < 1:
+		return invalid(RuleCounts, "devices", s.Devices, "devices %d: need at least 1", s.Devices)
+	case s.Micro < 1:
+		return invalid(RuleCounts, "microbatches", s.Micro, "microbatches %d: need at least 1", s.Micro)
+	case c.Threads < 1:
+		return invalid(RuleCounts, "threads", c.Threads, "threads %d: need at least 1", c.Threads)
+	}
+	m, err := describe(c.Model, c.ModelConfig)
+	if err != nil {
+		return &InvalidError{Rule: RuleModel, Field: "model", Value: c.Model, Reason: err.Error(), Err: err}
+	}
+	if n := len(m.Blocks); s.Devices > n {
+		return invalid(RuleStages, "devices", s.Devices, "%s has %d blocks, so at most %d stages", c.Model, n, n)
+	}
+	if err := checkSchedule(s); err != nil {
+		return err
+	}
+	switch {
+	case s.Name == schedule.Single && s.Devices > 1:
+		return invalid(RuleSingle, "schedule", s.Name, "single at K=%d: it runs on one device", s.Devices)
+	case c.Batch%s.Micro != 0:
+		return invalid(RuleMicro, "microbatches", s.Micro,
+			"batch %d with M=%d: the batch does not split into %d equal micro-batches", c.Batch, s.Micro, s.Micro)
+	case s.Name == schedule.Coop && c.Batch%s.Devices != 0:
+		return invalid(RuleShards, "batch", c.Batch,
+			"coop with batch %d at K=%d: the batch does not split into %d equal shards", c.Batch, s.Devices, s.Devices)
+	}
+	if _, err := ParseBalance(string(c.Balance)); err != nil {
+		return &InvalidError{Rule: RuleBalance, Field: "balance", Value: string(c.Balance), Reason: err.Error(), Err: err}
+	}
+	return nil
+}
+
+// checkSchedule checks the schedule's name and its options.
+func checkSchedule(s schedule.Options) error {
+	known := false
+	for _, n := range schedule.Names() {
+		known = known || n == s.Name
+	}
+	switch {
+	case !known:
+		return invalid(RuleSchedule, "schedule", s.Name, "schedule %q: unknown", s.Name)
+	case s.Name == schedule.Coop && s.Prefetch < 1:
+		return invalid(RuleSchedule, "prefetch", s.Prefetch, "prefetch %d: need at least 1", s.Prefetch)
+	}
+	return nil
+}
+
+// describedLimit bounds the descriptions describe keeps: a sweep sizes a
+// handful of models, and each description is the model's block list.
+const describedLimit = 64
+
+// described caches model descriptions by model and sizes.
+var described struct {
+	sync.Mutex
+	byKey map[string]*models.Model
+}
+
+// describe returns the symbolic description of a sized model, from the
+// cache when it was described before.
+func describe(name string, mc models.Config) (*models.Model, error) {
+	key := fmt.Sprintf("%s %+v", name, mc)
+	described.Lock()
+	m, ok := described.byKey[key]
+	described.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := models.Describe(name, mc)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", name, err)
+	}
+	if m == nil {
+		return nil, errors.New("describe " + name + ": no model")
+	}
+	described.Lock()
+	defer described.Unlock()
+	if described.byKey == nil || len(described.byKey) >= describedLimit {
+		described.byKey = map[string]*models.Model{}
+	}
+	described.byKey[key] = m
+	return m, nil
+}
+
+// Describe returns the symbolic description of c's model at its sizes:
+// its blocks, their shapes and costs. Descriptions are cached.
+func (c Config) Describe() (*models.Model, error) { return describe(c.Model, c.ModelConfig) }

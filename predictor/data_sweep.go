@@ -1,0 +1,67 @@
+package predictor
+
+import (
+	"slices"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// DataSweep returns the sweep of what recs hold for key: its sizes,
+// threads and backend, and every batch, device count, micro-batch count,
+// schedule and schedule option among its runs, each list sorted. The
+// balance is the data's where its runs agree, otherwise time; the data
+// set and seed are the first run's.
+func DataSweep(recs []profiler.Record, key Key) config.Sweep {
+	s := config.Sweep{
+		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
+		Threads: key.Threads, Backend: key.Backend, Balance: config.BalanceTime,
+	}
+	var balances []string
+	for i := range recs {
+		r := &recs[i]
+		if KeyOf(r) != key {
+			continue
+		}
+		c := r.Config
+		if s.Dataset == "" {
+			s.Dataset, s.Seed = c.Dataset, c.Seed
+		}
+		s.Batches = appendNew(s.Batches, c.Batch)
+		s.Devices = appendNew(s.Devices, c.Devices)
+		s.Micro = appendNew(s.Micro, c.Micro)
+		s.Schedules = appendNew(s.Schedules, c.Schedule)
+		switch c.Schedule {
+		case schedule.GPipe:
+			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
+		case schedule.Coop:
+			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
+		}
+		balances = appendNew(balances, c.Balance)
+	}
+	slices.Sort(s.Batches)
+	slices.Sort(s.Devices)
+	slices.Sort(s.Micro)
+	order := schedule.Names()
+	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	slices.Sort(s.Prefetch)
+	if len(s.Checkpoints) == 0 {
+		s.Checkpoints = []string{schedule.ExceptLast.String()}
+	}
+	if len(s.Prefetch) == 0 {
+		s.Prefetch = []int{1}
+	}
+	if len(balances) == 1 {
+		s.Balance = config.Balance(balances[0])
+	}
+	return s
+}
+
+// appendNew appends v unless s holds it.
+func appendNew[T comparable](s []T, v T) []T {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}

@@ -1,0 +1,152 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// opKey identifies an op within one device's program: no program has two
+// ops of a device that agree on all of these.
+type opKey struct {
+	kind                      schedule.OpKind
+	stage, micro, shard, peer int
+	what                      schedule.Payload
+}
+
+func keyOf(o schedule.Op) opKey {
+	return opKey{kind: o.Kind, stage: o.Stage, micro: o.Micro, shard: o.Shard, peer: o.Peer, what: o.What}
+}
+
+// pricedOp is an op's forecast: its duration, the bytes it moves and, for
+// a compute op, its blocks' fitted times in the order they run.
+type pricedOp struct {
+	nanos  float64
+	bytes  int64
+	blocks []int
+	times  []float64
+}
+
+// simulation is one forecast under way.
+type simulation struct {
+	c     *CostModel
+	cfg   config.Config
+	model *models.Model
+	prog  *schedule.Program
+	meta  *metaStep
+	// unscaled prices ops without the fitted scales, as fitScales needs.
+	unscaled bool
+	ops      []map[opKey]*pricedOp // ops[d] prices device d's ops
+}
+
+// cost is Simulate's cost function: the price of every op, set by price.
+func (s *simulation) cost(d int, o schedule.Op) float64 {
+	if p, ok := s.ops[d][keyOf(o)]; ok {
+		return p.nanos
+	}
+	return math.NaN() // Simulate reports it; price covers every op
+}
+
+// price forecasts every op of every device, with the bytes each moves
+// from the meta step: its whole-op events are the program's ops in order.
+func (s *simulation) price() error {
+	s.ops = make([]map[opKey]*pricedOp, len(s.prog.Devices))
+	for d, ops := range s.prog.Devices {
+		var moved []int64
+		if d < len(s.meta.devices) {
+			for _, e := range s.meta.devices[d].Events {
+				if e.Block == profiler.WholeOp {
+					moved = append(moved, e.Bytes)
+				}
+			}
+		}
+		s.ops[d] = map[opKey]*pricedOp{}
+		for i, o := range ops {
+			var bytes int64
+			if i < len(moved) {
+				bytes = moved[i]
+			}
+			p, err := s.priceOp(o, bytes)
+			if err != nil {
+				return fmt.Errorf("device %d: %v: %w", d, o, err)
+			}
+			s.ops[d][keyOf(o)] = p
+		}
+	}
+	return nil
+}
+
+// priceOp forecasts one op that moves bytes between devices.
+func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
+	mb := s.cfg.Batch / s.cfg.Schedule.Micro
+	p := &pricedOp{bytes: bytes}
+	var err error
+	switch o.Kind {
+	case schedule.Forward:
+		err = s.priceBlocks(p, o, PhaseForward, mb)
+	case schedule.Recompute:
+		err = s.priceBlocks(p, o, PhaseRecompute, mb)
+	case schedule.Backward:
+		err = s.priceBlocks(p, o, PhaseBackward, mb)
+	case schedule.Predict:
+		err = s.priceBlocks(p, o, PhasePredict, s.cfg.Batch/s.cfg.Schedule.Devices)
+	case schedule.Loss:
+		p.nanos = s.c.Loss(mb)
+	case schedule.Send:
+		p.nanos = s.c.OpOverhead(o.Kind.String())
+	case schedule.Recv:
+		p.nanos = s.c.Transfer("p2p", bytes)
+	case schedule.AllGather, schedule.AllToAll:
+		p.nanos = s.c.Transfer(o.Kind.String(), bytes)
+	case schedule.Update:
+		lo, hi := s.cfg.Bounds[o.Stage], s.cfg.Bounds[o.Stage+1]
+		var params int64
+		for _, b := range s.model.Blocks[lo:hi] {
+			params += b.Cost.Params
+		}
+		p.nanos = s.c.Update(params)
+	default:
+		return nil, fmt.Errorf("no cost for op kind %v", o.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.nanos = max(p.nanos, 0) // a fitted line may dip below zero off its data
+	if !s.unscaled {
+		p.nanos *= s.c.Scale(o.Kind.String(), s.cfg.Schedule.Devices, mb)
+	}
+	return p, nil
+}
+
+// priceBlocks prices a compute op of stage o.Stage: its blocks at the
+// given samples (in reverse for a backward, as the runner runs them) plus
+// the op's overhead. Recompute and predict fall back to the forward fit
+// where they were never measured.
+func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, samples int) error {
+	lo, hi := s.cfg.Bounds[o.Stage], s.cfg.Bounds[o.Stage+1]
+	for b := lo; b < hi; b++ {
+		p.blocks = append(p.blocks, b)
+	}
+	if phase == PhaseBackward {
+		slices.Reverse(p.blocks)
+	}
+	for _, b := range p.blocks {
+		t, err := s.c.Block(b, phase, samples)
+		if err != nil && (phase == PhaseRecompute || phase == PhasePredict) {
+			t, err = s.c.Block(b, PhaseForward, samples)
+		}
+		if err != nil {
+			return err
+		}
+		t = max(t, 0)
+		p.times = append(p.times, t)
+		p.nanos += t
+	}
+	p.nanos += max(s.c.OpOverhead(o.Kind.String()), 0)
+	return nil
+}

@@ -1,0 +1,99 @@
+package predictor
+
+import (
+	"fmt"
+
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// Replay re-times a measured record's own program with its own op
+// durations: every step's whole-op events give each op its measured
+// duration (a collective the time from the last device's arrival to its
+// end, since the simulator, like the transport, starts a collective when
+// every device has reached it), schedule.Simulate replays the step, and
+// Replay returns the median of the steps' makespans. Comparing it with the
+// measured median step time isolates what the simulator's logic adds or
+// misses from what the fitted costs do.
+func Replay(rec profiler.Record) (makespanNanos float64, err error) {
+	o := schedule.Options{Name: rec.Config.Schedule, Devices: rec.Config.Devices, Micro: rec.Config.Micro, Prefetch: rec.Config.Prefetch}
+	if rec.Config.Checkpoint != "" {
+		if o.Checkpoint, err = schedule.ParseCheckpoint(rec.Config.Checkpoint); err != nil {
+			return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
+		}
+	}
+	prog, err := schedule.Build(o)
+	if err != nil {
+		return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
+	}
+	// events[step][device] are the whole-op events, in program order.
+	events := map[int][][]profiler.Event{}
+	for _, e := range rec.Events {
+		if e.Block != -1 {
+			continue
+		}
+		if e.Device < 0 || e.Device >= len(prog.Devices) {
+			return 0, fmt.Errorf("replay %s: event of device %d in a run of %d devices", rec.ID, e.Device, len(prog.Devices))
+		}
+		if events[e.Step] == nil {
+			events[e.Step] = make([][]profiler.Event, len(prog.Devices))
+		}
+		events[e.Step][e.Device] = append(events[e.Step][e.Device], e)
+	}
+	if len(events) == 0 {
+		return 0, fmt.Errorf("replay %s: the record holds no events", rec.ID)
+	}
+	var spans []float64
+	for step, devs := range events {
+		costs, err := replayCosts(prog, devs)
+		if err != nil {
+			return 0, fmt.Errorf("replay %s: step %d: %w", rec.ID, step, err)
+		}
+		tl, err := schedule.Simulate(prog, func(d int, o schedule.Op) float64 { return costs[d][keyOf(o)] })
+		if err != nil {
+			return 0, fmt.Errorf("replay %s: step %d: %w", rec.ID, step, err)
+		}
+		spans = append(spans, tl.Makespan)
+	}
+	return profiler.Median(spans), nil
+}
+
+// replayCosts returns each op's measured duration in one step, checking
+// that the events are the program's ops in order.
+func replayCosts(prog *schedule.Program, devs [][]profiler.Event) ([]map[opKey]float64, error) {
+	// lastArrival[i] is when the last device reached the i-th collective.
+	var lastArrival []int64
+	for d, ops := range prog.Devices {
+		if len(devs[d]) != len(ops) {
+			return nil, fmt.Errorf("device %d: %d events for %d ops", d, len(devs[d]), len(ops))
+		}
+		n := 0
+		for i, o := range ops {
+			if e := devs[d][i]; e.Op != o.Kind.String() {
+				return nil, fmt.Errorf("device %d: event %d is %s, the program's op %v", d, i, e.Op, o)
+			}
+			if o.Kind == schedule.AllGather || o.Kind == schedule.AllToAll {
+				if n == len(lastArrival) {
+					lastArrival = append(lastArrival, 0)
+				}
+				lastArrival[n] = max(lastArrival[n], devs[d][i].StartNanos)
+				n++
+			}
+		}
+	}
+	costs := make([]map[opKey]float64, len(prog.Devices))
+	for d, ops := range prog.Devices {
+		costs[d] = map[opKey]float64{}
+		n := 0
+		for i, o := range ops {
+			e := devs[d][i]
+			start := e.StartNanos
+			if o.Kind == schedule.AllGather || o.Kind == schedule.AllToAll {
+				start = lastArrival[n]
+				n++
+			}
+			costs[d][keyOf(o)] = float64(max(e.EndNanos-start, 0))
+		}
+	}
+	return costs, nil
+}
