@@ -1,0 +1,213 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/schedule"
+)
+
+// mlp is a configuration that can run: the three-block mlp on one device.
+func mlp() Config {
+	return Config{Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 8, Threads: 1,
+		Schedule: schedule.Options{Name: schedule.GPipe, Devices: 1, Micro: 2}}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		rule   Rule
+		want   string // part of the message; "" for a configuration that runs
+	}{
+		{name: "runs", change: func(*Config) {}},
+		{name: "unknown model", change: func(c *Config) { c.Model = "resnet51" }, rule: RuleModel, want: "resnet51"},
+		{name: "image too small", change: func(c *Config) { c.Model, c.ModelConfig.Image = "inceptionv3", 32 }, rule: RuleImage,
+			want: "input 32×32 is below the smallest inceptionv3 accepts, 75×75"},
+		{name: "no samples", change: func(c *Config) { c.Batch = 0 }, rule: RuleCounts, want: "batch 0: need at least 1 sample"},
+		{name: "negative devices", change: func(c *Config) { c.Schedule.Devices = -1 }, rule: RuleCounts, want: "devices -1"},
+		{name: "more stages than blocks", change: func(c *Config) { c.Schedule.Devices = 4 }, rule: RuleStages,
+			want: "mlp has 3 blocks, so at most 3 stages"},
+		{name: "unknown schedule", change: func(c *Config) { c.Schedule.Name = "zb" }, rule: RuleSchedule, want: `schedule "zb"`},
+		{name: "coop without look-ahead", change: func(c *Config) { c.Schedule.Name, c.Schedule.Prefetch = schedule.Coop, -1 },
+			rule: RuleSchedule, want: "prefetch -1"},
+		{name: "single on two devices", change: func(c *Config) { c.Schedule.Name, c.Schedule.Devices = schedule.Single, 2 },
+			rule: RuleSingle, want: "single at K=2: it runs on one device"},
+		{name: "micro-batches that do not divide", change: func(c *Config) { c.Schedule.Micro = 3 }, rule: RuleMicro,
+			want: "batch 8 with M=3: the batch does not split into 3 equal micro-batches"},
+		{name: "coop shards that do not divide", change: func(c *Config) {
+			c.Schedule = schedule.Options{Name: schedule.Coop, Devices: 3, Micro: 1, Prefetch: 1}
+		}, rule: RuleShards, want: "coop with batch 8 at K=3: the batch does not split into 3 equal shards"},
+		{name: "unknown balance", change: func(c *Config) { c.Balance = "flops" }, rule: RuleBalance, want: `balance "flops"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mlp()
+			tc.change(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			var inv *InvalidError
+			if !errors.As(err, &inv) {
+				t.Fatalf("got %v (%T), want an *InvalidError", err, err)
+			}
+			if inv.Rule != tc.rule || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got rule %d %q, want rule %d containing %q", inv.Rule, err, tc.rule, tc.want)
+			}
+			if got := inv.Rule.Misfit(); got != (tc.rule == RuleSingle || tc.rule == RuleMicro || tc.rule == RuleShards) {
+				t.Errorf("rule %d: Misfit() = %v", inv.Rule, got)
+			}
+		})
+	}
+}
+
+func TestPartition(t *testing.T) {
+	m, err := mlp().Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	times := func() ([]float64, error) { called++; return []float64{1, 1, 2}, nil }
+	tests := []struct {
+		name    string
+		cfg     Config
+		stages  int
+		want    []int
+		wantErr string
+		calls   int
+	}{
+		{name: "by time", cfg: Config{Balance: BalanceTime}, stages: 2, want: []int{0, 2, 3}, calls: 1},
+		{name: "one stage by time measures nothing", cfg: Config{Balance: BalanceTime}, stages: 1, want: []int{0, 3}},
+		{name: "bounds given", cfg: Config{Balance: BalanceTime, Bounds: []int{0, 1, 3}}, stages: 2, want: []int{0, 1, 3}},
+		{name: "bounds that do not fit", cfg: Config{Bounds: []int{0, 2}}, stages: 2, wantErr: "want 3 stage bounds from 0 to 3"},
+		{name: "unknown balance", cfg: Config{Balance: "flops"}, stages: 2, wantErr: `balance "flops"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			called = 0
+			got, err := tc.cfg.Partition(m, tc.stages, times)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) || called != tc.calls {
+				t.Errorf("got %v, %v after %d calls of times; want %v after %d", got, err, called, tc.want, tc.calls)
+			}
+		})
+	}
+	// Params and MACs come from the model's annotations.
+	for _, b := range []Balance{BalanceParams, BalanceMACs} {
+		costs, err := b.BlockCosts(m.Blocks, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, blk := range m.Blocks {
+			want := float64(blk.Cost.MACs)
+			if b == BalanceParams {
+				want = float64(blk.Cost.Params)
+			}
+			if costs[i] != want {
+				t.Errorf("%s: block %d costs %v, want %v", b, i, costs[i], want)
+			}
+		}
+	}
+	if _, err := BalanceTime.BlockCosts(m.Blocks, func() ([]float64, error) { return []float64{1}, nil }); err == nil {
+		t.Error("one time for three blocks: no error")
+	}
+}
+
+func TestSweep(t *testing.T) {
+	s := Sweep{Models: []string{"mlp"}, Images: []int{0, 32}, Classes: []int{0}, Widths: []float64{1},
+		Batches: []int{12}, Devices: []int{1, 2}, Micro: []int{4, 8}, Schedules: []string{"single", "coop"},
+		Checkpoints: []string{"except-last"}, Prefetch: []int{1, 2}, Balance: BalanceMACs, Backend: "cpu", Threads: 3}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	cfgs, notes, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cfgs {
+		got = append(got, c.String())
+		if c.Threads != 3 {
+			t.Errorf("%s: threads %d, want 3", c, c.Threads)
+		}
+	}
+	want := []string{"mlp single K=1 M=4 B=12", "mlp coop (d=1) K=1 M=4 B=12", "mlp coop (d=2) K=1 M=4 B=12",
+		"mlp coop (d=1) K=2 M=4 B=12", "mlp coop (d=2) K=2 M=4 B=12"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("configurations:\ngot  %q\nwant %q", got, want)
+	}
+	wantNotes := []string{"skipping batch 12 with M=8: the batch does not split into 8 equal micro-batches",
+		"skipping single at K=2: it runs on one device"}
+	if !reflect.DeepEqual(notes, wantNotes) {
+		t.Errorf("notes:\ngot  %q\nwant %q", notes, wantNotes)
+	}
+
+	bad := s
+	bad.Devices = []int{1, 4}
+	var fe *FieldError
+	if _, _, err := bad.Expand(); !errors.As(err, &fe) || err.Error() != "devices 4: mlp has 3 blocks, so at most 3 stages" {
+		t.Errorf("four devices: got %v, want a FieldError for devices 4", err)
+	}
+	none := s
+	none.Micro = []int{8}
+	if _, notes, err := none.Expand(); !errors.Is(err, ErrNothingRuns) || len(notes) != 2 {
+		t.Errorf("nothing left: got %v with notes %q, want ErrNothingRuns and two notes", err, notes)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *Sweep)
+		want   string
+	}{
+		{"empty list", func(s *Sweep) { s.Batches = nil }, "batch: empty list"},
+		{"unknown schedule", func(s *Sweep) { s.Schedules = []string{"zb"} }, `schedule "zb": unknown schedule`},
+		{"zero width", func(s *Sweep) { s.Widths = []float64{0} }, "width 0: must be a positive number"},
+		{"backend", func(s *Sweep) { s.Backend = "tpu" }, `backend "tpu": not compiled in`},
+	} {
+		c := s
+		tc.change(&c)
+		if err := c.Check(); !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a FieldError containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	c := mlp().WithDefaults()
+	c.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2, Checkpoint: schedule.Always}
+	c.Bounds = []int{0, 1, 3}
+	c.Backend = "cpu"
+	m, err := c.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := profiler.Record{ID: "r", Config: c.RecordConfig(m.Config, 5, 1), Env: profiler.Environment{Backend: "cpu"}}
+	for s := 0; s+1 < len(c.Bounds); s++ {
+		rec.Partition = append(rec.Partition, profiler.Stage{FirstBlock: c.Bounds[s], EndBlock: c.Bounds[s+1]})
+	}
+	if rec.Config.LR != 0.01 {
+		t.Errorf("learning rate recorded as %v, want 0.01", rec.Config.LR)
+	}
+	back, err := FromRecord(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := c
+	want.ModelConfig = models.Config{Image: m.Config.Image, Classes: m.Config.Classes, Width: m.Config.Width}
+	if !reflect.DeepEqual(back, want) {
+		t.Errorf("round trip:\ngot  %+v\nwant %+v", back, want)
+	}
+}
