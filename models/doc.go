@@ -5,8 +5,21 @@
 // a block is a layer made of layers), and parameter naming that follows
 // torch's state_dict.
 //
-// Later it also owns the model zoo (mlp, vgg16bn, resnet50, inceptionv3),
+// It also owns the model zoo (mlp, vgg16bn, resnet50, inceptionv3),
 // their cost annotations, the partitioner and weight import and export.
+//
+// # Dependencies
+//
+// models depends on package tensor alone (and npyio for .npz files): it
+// runs on any tensor.Device and imports no backend. Describe, and Build,
+// which takes its costs from Describe, measure a model on a device of the
+// meta backend, opened by name through the tensor registry and read
+// through tensor.MACCounter; a program that describes or builds models
+// must therefore link that backend itself, with
+//
+//	import _ "github.com/pipecast/pipecast/tensor/meta"
+//
+// and Describe fails, naming that import, when it is missing.
 //
 // # Ownership of tensors
 //

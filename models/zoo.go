@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/pipecast/pipecast/tensor"
-	"github.com/pipecast/pipecast/tensor/meta"
 )
 
 // Config sizes a zoo model. Zero values select the model's defaults.
@@ -110,15 +109,15 @@ func LookupArch(name string) (Arch, error) {
 
 // Build constructs a zoo model on dev with parameters initialised as
 // torchvision initialises them, from rng. With a nil rng parameters keep
-// their allocated values (a shape-only build). Block costs are computed
-// on a meta device, so they cost neither time nor memory.
+// their allocated values (a shape-only build). Block costs are
+// Describe's, measured on a meta device of their own: they cost neither
+// time nor memory, and no kernel runs on dev, so its accounting (or the
+// record of a device that wraps another to note the kernels it runs)
+// holds the model alone.
 func Build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, error) {
 	m, err := build(dev, name, cfg, rng)
 	if err != nil {
 		return nil, err
-	}
-	if _, isMeta := dev.(*meta.Device); isMeta {
-		return m, analyze(dev.(*meta.Device), m)
 	}
 	costs, err := Describe(name, cfg)
 	if err != nil {
@@ -133,9 +132,40 @@ func Build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, 
 
 // Describe returns a model's structure and costs without allocating its
 // parameters: its layers live on a meta device and must not be run for
-// training.
+// training. The meta backend is opened by name through the tensor
+// registry; a program that describes models (or builds them, which
+// describes them too) must link it, with a blank import of
+// github.com/pipecast/pipecast/tensor/meta.
 func Describe(name string, cfg Config) (*Model, error) {
-	return Build(meta.New(), name, cfg, nil)
+	dev, counter, err := openCounting(tensor.MetaBackend)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", name, err)
+	}
+	m, err := build(dev, name, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return m, analyze(dev, counter, m)
+}
+
+// openCounting opens a device of the named backend (the meta backend's,
+// on which Describe builds and measures models) and returns it with its
+// count of multiply-accumulates.
+func openCounting(backend string) (tensor.Device, tensor.MACCounter, error) {
+	if _, err := tensor.Lookup(backend); err != nil {
+		return nil, nil, fmt.Errorf("no %q backend registered: the program must import _ %q",
+			backend, "github.com/pipecast/pipecast/tensor/meta")
+	}
+	dev, err := tensor.Open(backend, tensor.Options{Threads: 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	counter, ok := dev.(tensor.MACCounter)
+	if !ok {
+		dev.Close()
+		return nil, nil, fmt.Errorf("the %q backend's device %s does not count multiply-accumulates", backend, dev.Name())
+	}
+	return dev, counter, nil
 }
 
 func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, error) {
@@ -187,18 +217,19 @@ func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, 
 // in training mode needs more than one value per channel.
 const costBatch = 2
 
-// analyze runs every block's training forward on the meta device and reads
-// the MACs it counted and the bytes left live.
-func analyze(dev *meta.Device, m *Model) error {
+// analyze runs every block's training forward on the meta device dev and
+// reads the MACs counter counted (counter is dev's) and the bytes left
+// live.
+func analyze(dev tensor.Device, counter tensor.MACCounter, m *Model) error {
 	for _, bl := range m.Blocks {
 		x := dev.Alloc(tensor.Boundary, append(tensor.Shape{costBatch}, bl.In...)...)
 		before := dev.Memory().LiveTotalBytes - x.Bytes()
-		macs := dev.MACs()
+		macs := counter.MACs()
 		p := &Pass{Dev: dev, Train: true, Grad: true}
 		y, ctx := bl.Layer.Forward(p, x)
 		x.Release()
 		live := dev.Memory().LiveTotalBytes - before
-		bl.Cost.MACs = (dev.MACs() - macs) / costBatch
+		bl.Cost.MACs = (counter.MACs() - macs) / costBatch
 		bl.Cost.OutputBytes = y.Bytes() / costBatch
 		bl.Cost.SavedBytes = (live - y.Bytes()) / costBatch
 		// Gradients are allocated by backwards only, so the forward's

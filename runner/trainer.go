@@ -127,10 +127,10 @@ func (t *Trainer) place() error {
 		return err
 	}
 	defer host.Close()
-	// A meta device holds no values, so initialisation draws would be
-	// pointless there.
+	// A symbolic device (the meta backend's) holds no values, so
+	// initialisation draws would be pointless there.
 	var rng *rand.Rand
-	if t.cfg.Backend != "meta" {
+	if !tensor.IsSymbolic(host) {
 		rng = rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473))
 	}
 	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rng)

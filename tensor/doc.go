@@ -21,5 +21,19 @@
 // their outputs (as torch accumulates .grad until zero_grad); all other
 // kernels overwrite theirs.
 //
-// Backends are tested by one shared suite, package tensortest.
+// # Backends and what they say about themselves
+//
+// A backend registers its constructor under a name (Register); programs
+// link the backends they use with a blank import, and other packages reach
+// them through the registry by name (CPUBackend, MetaBackend) rather than
+// by importing them, so that a package such as models depends on tensor
+// alone. Beside the constructor a backend may register a WorkspaceModel,
+// the scratch its kernels hold as a function of shapes, through which the
+// meta backend forecasts a real backend's memory without importing it.
+// Devices report optional capabilities by implementing small interfaces:
+// MACCounter for devices that count multiply-accumulates, SymbolicDevice
+// (see IsSymbolic) for devices whose tensors hold no values.
+//
+// The package imports no backend. Backends are tested by one shared
+// suite, package tensortest.
 package tensor

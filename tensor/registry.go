@@ -12,6 +12,17 @@ import (
 // yet.
 var ErrNotImplemented = errors.New("not implemented")
 
+// Names of backends that other packages reach through the registry
+// rather than by importing them.
+const (
+	// CPUBackend is the name of the pure-Go backend, package tensor/cpu.
+	CPUBackend = "cpu"
+	// MetaBackend is the name of the backend without storage or compute,
+	// package tensor/meta, on which models are described and memory is
+	// forecast.
+	MetaBackend = "meta"
+)
+
 // Options configure one device of a backend.
 type Options struct {
 	// Index numbers the device within its process (cpu:0, cpu:1, …); on

@@ -8,26 +8,30 @@ import "runtime/debug"
 //
 //	go build -ldflags "-X github.com/pipecast/pipecast/internal/buildinfo.version=v1.2.3"
 //
-// Read it through Version, which falls back to the build information when
-// it is empty.
+// It is pipecast's only link-time variable. Read it through Version, which
+// falls back to the build information when it is empty.
 var version string
 
 // Version returns the build's version: the one set at link time, else the
 // main module's version that the go command embeds, else "(devel)".
 func Version() string {
-	return versionFrom(version, debug.ReadBuildInfo)
+	return VersionFrom(version, debug.ReadBuildInfo)
 }
+
+// Linked returns the version set at link time, or "" when none was.
+func Linked() string { return version }
 
 // Revision returns the VCS revision the go command stamped into the
 // binary, or "" for a build without VCS information (go run, go test,
 // -buildvcs=false).
 func Revision() string {
-	return revisionFrom(debug.ReadBuildInfo)
+	return RevisionFrom(debug.ReadBuildInfo)
 }
 
-// versionFrom is Version with the link-time value and the build
-// information passed in, so that tests can vary them.
-func versionFrom(linked string, read func() (*debug.BuildInfo, bool)) string {
+// VersionFrom is Version with the link-time value and the build
+// information passed in: the version command passes the reader it was
+// given, and tests vary both.
+func VersionFrom(linked string, read func() (*debug.BuildInfo, bool)) string {
 	if linked != "" {
 		return linked
 	}
@@ -37,8 +41,8 @@ func versionFrom(linked string, read func() (*debug.BuildInfo, bool)) string {
 	return "(devel)"
 }
 
-// revisionFrom is Revision with the build information passed in.
-func revisionFrom(read func() (*debug.BuildInfo, bool)) string {
+// RevisionFrom is Revision with the build information read by read.
+func RevisionFrom(read func() (*debug.BuildInfo, bool)) string {
 	bi, ok := read()
 	if !ok {
 		return ""

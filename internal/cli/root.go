@@ -21,6 +21,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	// The models, profile and predict commands describe models
+	// (models.Describe), which opens the meta backend by name.
+	_ "github.com/pipecast/pipecast/tensor/meta" // registers the "meta" backend
 )
 
 // IOStreams are the streams a command reads and writes: data to Out,

@@ -8,17 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipecast/pipecast/internal/buildinfo"
 	"github.com/pipecast/pipecast/tensor"
 	_ "github.com/pipecast/pipecast/tensor/cpu" // registers the "cpu" backend
 )
-
-// Version is pipecast's version. Release builds set it with
-//
-//	go build -ldflags "-X github.com/pipecast/pipecast/internal/cli.Version=v1.2.3"
-//
-// When it is empty the version comes from the build information that the
-// go command embeds: the main module's version, or "(devel)".
-var Version string
 
 // noVCS is what version prints for a binary built without VCS stamping,
 // as `go run` and -buildvcs=false builds are.
@@ -29,6 +22,13 @@ type VersionOptions struct {
 	IO     *IOStreams
 	Output Format
 
+	// LinkedVersion is the version set at link time, or "": what
+	// buildinfo.Linked returns. Release builds set it with
+	//
+	//	go build -ldflags "-X github.com/pipecast/pipecast/internal/buildinfo.version=v1.2.3"
+	//
+	// and it wins over the build information. Tests replace it.
+	LinkedVersion string
 	// ReadBuildInfo returns the build information embedded in the binary;
 	// tests replace it.
 	ReadBuildInfo func() (*debug.BuildInfo, bool)
@@ -42,6 +42,7 @@ type VersionOptions struct {
 func NewCmdVersion(streams *IOStreams, runF func(*VersionOptions) error) *cobra.Command {
 	opts := &VersionOptions{
 		IO:            streams,
+		LinkedVersion: buildinfo.Linked(),
 		ReadBuildInfo: debug.ReadBuildInfo,
 		Backends:      tensor.Backends,
 	}
@@ -120,25 +121,21 @@ func versionRun(opts *VersionOptions) error {
 	return nil
 }
 
-// collectVersion gathers what version prints.
+// collectVersion gathers what version prints. The version and revision
+// are buildinfo's, as run records carry them, read from opts' link-time
+// value and build information.
 func collectVersion(opts *VersionOptions) versionInfo {
 	info := versionInfo{
-		Version:   Version,
+		Version:   buildinfo.VersionFrom(opts.LinkedVersion, opts.ReadBuildInfo),
 		GoVersion: runtime.Version(),
 		OS:        runtime.GOOS,
 		Arch:      runtime.GOARCH,
 		CPUs:      runtime.NumCPU(),
 		Backends:  []backendInfo{},
 	}
-	bi, ok := opts.ReadBuildInfo()
-	if info.Version == "" {
-		info.Version = "(devel)"
-		if ok && bi.Main.Version != "" {
-			info.Version = bi.Main.Version
-		}
-	}
-	if ok {
-		info.VCS = vcsFromSettings(bi.Settings)
+	if rev := buildinfo.RevisionFrom(opts.ReadBuildInfo); rev != "" {
+		bi, _ := opts.ReadBuildInfo()
+		info.VCS = vcsFromSettings(rev, bi.Settings)
 	}
 	for _, b := range opts.Backends() {
 		info.Backends = append(info.Backends, backendInfo{Name: b.Name, Description: b.Description})
@@ -146,22 +143,17 @@ func collectVersion(opts *VersionOptions) versionInfo {
 	return info
 }
 
-// vcsFromSettings reads the go command's VCS stamps; it returns nil when
-// there is no revision, as in a `go run` or -buildvcs=false build.
-func vcsFromSettings(settings []debug.BuildSetting) *vcsInfo {
-	var v vcsInfo
+// vcsFromSettings completes the VCS information of revision rev from the
+// go command's other VCS stamps.
+func vcsFromSettings(rev string, settings []debug.BuildSetting) *vcsInfo {
+	v := vcsInfo{Revision: rev}
 	for _, s := range settings {
 		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
 		case "vcs.time":
 			v.CommitTime = s.Value
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
-	}
-	if v.Revision == "" {
-		return nil
 	}
 	return &v
 }

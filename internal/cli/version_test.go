@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipecast/pipecast/internal/buildinfo"
 	"github.com/pipecast/pipecast/tensor"
 )
 
@@ -58,7 +59,7 @@ func TestNewCmdVersionFlags(t *testing.T) {
 			if got.Output != tc.want {
 				t.Errorf("Output: got %q, want %q", got.Output, tc.want)
 			}
-			if got.IO != streams || got.ReadBuildInfo == nil || got.Backends == nil {
+			if got.IO != streams || got.LinkedVersion != buildinfo.Linked() || got.ReadBuildInfo == nil || got.Backends == nil {
 				t.Errorf("options not filled in: %+v", got)
 			}
 		})
@@ -90,13 +91,6 @@ func fakeBackends() []tensor.Backend {
 		{Name: "cpu", Description: "pure-Go kernels"},
 		{Name: "gpu0", Description: "a fake accelerator"},
 	}
-}
-
-// setVersion sets the -ldflags variable for one test.
-func setVersion(t *testing.T, v string) {
-	old := Version
-	Version = v
-	t.Cleanup(func() { Version = old })
 }
 
 // squeeze replaces every run of spaces with one, so that tests do not
@@ -154,14 +148,20 @@ func TestVersionRunText(t *testing.T) {
 			want:    []string{"pipecast version v9.9.9\n"},
 			notWant: []string{"v0.3.0"},
 		},
+		{
+			name:    "ldflags without build information",
+			ldflags: "v9.9.9",
+			build:   fakeBuild(false, ""),
+			want:    []string{"pipecast version v9.9.9\n", noVCS},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			setVersion(t, tc.ldflags)
 			var out bytes.Buffer
 			err := versionRun(&VersionOptions{
 				IO:            &IOStreams{Out: &out, ErrOut: &bytes.Buffer{}},
 				Output:        FormatText,
+				LinkedVersion: tc.ldflags,
 				ReadBuildInfo: tc.build,
 				Backends:      fakeBackends,
 			})
@@ -195,7 +195,6 @@ func TestVersionRunText(t *testing.T) {
 }
 
 func TestVersionRunRealBackends(t *testing.T) {
-	setVersion(t, "")
 	var out bytes.Buffer
 	opts := &VersionOptions{IO: &IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}, Output: FormatText,
 		ReadBuildInfo: debug.ReadBuildInfo, Backends: tensor.Backends}
@@ -222,7 +221,6 @@ func TestVersionRunJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			setVersion(t, "")
 			var out bytes.Buffer
 			err := versionRun(&VersionOptions{
 				IO:            &IOStreams{Out: &out, ErrOut: &bytes.Buffer{}},

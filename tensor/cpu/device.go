@@ -8,7 +8,7 @@ import (
 )
 
 // BackendName is the name the CPU backend registers under.
-const BackendName = "cpu"
+const BackendName = tensor.CPUBackend
 
 func init() {
 	tensor.Register(tensor.Backend{

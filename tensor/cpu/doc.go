@@ -5,4 +5,11 @@
 //
 // GEMM and convolution go through one narrow seam (gemm.go) so that faster
 // kernels can replace gonum's reference BLAS without touching the layers.
+//
+// Beside the backend the package registers, under the same name, a
+// tensor.WorkspaceModel (workspace_model.go): its kernels' scratch policy
+// written out (ConvWorkspaceElems, GemmWorkspaceElems). The meta backend
+// looks it up by name to forecast the scratch a CPU run holds, so neither
+// package imports the other. Within pipecast it imports package tensor
+// only (and, under the openblas tag, its own internal binding).
 package cpu

@@ -2,14 +2,16 @@ package cpu
 
 import "github.com/pipecast/pipecast/tensor"
 
-// ConvPass names one of a convolution's three kernels.
-type ConvPass int
+// ConvPass names one of a convolution's three kernels. It is package
+// tensor's, so that the workspace model the backend registers there
+// (workspace_model.go) takes the same values.
+type ConvPass = tensor.ConvPass
 
 // The convolution kernels that take scratch memory.
 const (
-	ConvForward ConvPass = iota
-	ConvBackwardData
-	ConvBackwardFilter
+	ConvForward        = tensor.ConvForward
+	ConvBackwardData   = tensor.ConvBackwardData
+	ConvBackwardFilter = tensor.ConvBackwardFilter
 )
 
 // ConvWorkspaceElems returns the float32 elements of scratch (Workspace)
@@ -24,8 +26,9 @@ const (
 // the filter gradient adds a partial dw (O·K) per thread but the first.
 // A product on the whole pool holds GemmWorkspaceElems on top while it
 // runs. It is the kernels' policy (convPlan) written out, so that a
-// device without storage (the meta backend) can account the scratch a
-// CPU run holds; a test checks it against the kernels.
+// device without storage (the meta backend, through the workspace model
+// registered in workspace_model.go) can account the scratch a CPU run
+// holds; a test checks it against the kernels.
 func ConvWorkspaceElems(pass ConvPass, x, w, y tensor.Shape, p tensor.Conv2DParams, threads int) int {
 	pl := newConvPlan(pass, shapeGeom(x, w, y, p), threads, false)
 	gemm := 0

@@ -7,18 +7,37 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
+// imitated is the backend whose runs a meta device stands in for: it
+// accounts the scratch memory that backend's kernels would hold, as the
+// workspace model the backend registered in package tensor forecasts it.
+const imitated = tensor.CPUBackend
+
 // Device is a meta device: shapes and accounting without storage.
 type Device struct {
 	name    string
 	mem     tensor.MemCounter
 	macs    atomic.Int64
 	threads int
+	// ws forecasts the scratch of the imitated backend's kernels; nil
+	// when that backend is not linked, and then no scratch is accounted.
+	ws tensor.WorkspaceModel
 }
 
-var _ tensor.Device = (*Device)(nil)
+var (
+	_ tensor.Device         = (*Device)(nil)
+	_ tensor.MACCounter     = (*Device)(nil)
+	_ tensor.SymbolicDevice = (*Device)(nil)
+)
 
-// New returns a meta device.
-func New() *Device { return &Device{name: "meta:0", threads: 1} }
+// New returns a meta device standing in for one thread.
+func New() *Device { return newDevice(0, 1) }
+
+// newDevice returns meta device index for threads threads, with the
+// imitated backend's workspace model as it is registered now.
+func newDevice(index, threads int) *Device {
+	ws, _ := tensor.LookupWorkspaceModel(imitated)
+	return &Device{name: fmt.Sprintf("%s:%d", BackendName, index), threads: max(threads, 1), ws: ws}
+}
 
 // MACs returns the multiply-accumulates counted since the device opened:
 // those of convolutions, linear layers and GEMMs, the usual convention
@@ -26,11 +45,14 @@ func New() *Device { return &Device{name: "meta:0", threads: 1} }
 // counted).
 func (d *Device) MACs() int64 { return d.macs.Load() }
 
-// Name returns "meta:0".
+// Symbolic returns true: a meta tensor holds no values.
+func (d *Device) Symbolic() bool { return true }
+
+// Name returns "meta:" and the device's index.
 func (d *Device) Name() string { return d.name }
 
 // Backend returns "meta".
-func (d *Device) Backend() string { return "meta" }
+func (d *Device) Backend() string { return BackendName }
 
 // Threads returns the threads the device stands in for: they decide the
 // scratch memory its convolutions account (see kernels.go).

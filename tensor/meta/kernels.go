@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/pipecast/pipecast/tensor"
-	"github.com/pipecast/pipecast/tensor/cpu"
 )
 
 // The kernels below do nothing: a meta tensor has no data. Those that are
@@ -110,46 +109,54 @@ func (d *Device) LinearBackwardParams(x, dy, dw, dbias *tensor.Tensor) {
 }
 
 // Conv2DForward counts N·O·OH·OW·C·KH·KW MACs and accounts the scratch
-// memory the CPU backend's kernel would hold.
+// memory the imitated (CPU) backend's kernel would hold.
 func (d *Device) Conv2DForward(x, w, bias, y *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d forward", x, w, y, p))
-	d.scratch(cpu.ConvForward, x, w, y, p)
+	d.scratch(tensor.ConvForward, x, w, y, p)
 }
 
 // Conv2DBackwardData counts as many MACs as the forward and accounts the
-// CPU kernel's scratch.
+// imitated kernel's scratch.
 func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d backward data", dx, w, dy, p))
-	d.scratch(cpu.ConvBackwardData, dx, w, dy, p)
+	d.scratch(tensor.ConvBackwardData, dx, w, dy, p)
 }
 
 // Conv2DBackwardFilter counts as many MACs as the forward and accounts
-// the CPU kernel's scratch.
+// the imitated kernel's scratch.
 func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.Conv2DParams) {
 	d.macs.Add(convMACs("conv2d backward filter", x, dw, dy, p))
-	d.scratch(cpu.ConvBackwardFilter, x, dw, dy, p)
+	d.scratch(tensor.ConvBackwardFilter, x, dw, dy, p)
 }
 
-// gemmScratch accounts, and at once returns, the Workspace bytes the CPU
-// backend's m×n×k product holds (its packing buffers) on d.Threads()
-// threads.
+// gemmScratch accounts, and at once returns, the Workspace bytes the
+// imitated backend's m×n×k product holds (the CPU backend's packing
+// buffers) on d.Threads() threads.
 func (d *Device) gemmScratch(m, n, k int) {
-	if b := int64(cpu.GemmWorkspaceElems(m, n, k, d.threads)) * tensor.BytesPerElement; b > 0 {
-		d.mem.Alloc(tensor.Workspace, b)
-		d.mem.Free(tensor.Workspace, b)
+	if d.ws == nil {
+		return
 	}
+	d.holdScratch(d.ws.GemmWorkspaceElems(m, n, k, d.threads))
 }
 
-// scratch accounts, and at once returns, the Workspace bytes the CPU
+// scratch accounts, and at once returns, the Workspace bytes the imitated
 // backend's convolution pass holds while it runs on d.Threads() threads:
 // the CPU backend is the one whose runs the meta backend stands in for,
 // and its products and convolutions are its only kernels that take
 // scratch memory.
-func (d *Device) scratch(pass cpu.ConvPass, x, w, y *tensor.Tensor, p tensor.Conv2DParams) {
-	n := int64(cpu.ConvWorkspaceElems(pass, x.Shape(), w.Shape(), y.Shape(), p, d.threads)) * tensor.BytesPerElement
-	if n > 0 {
-		d.mem.Alloc(tensor.Workspace, n)
-		d.mem.Free(tensor.Workspace, n)
+func (d *Device) scratch(pass tensor.ConvPass, x, w, y *tensor.Tensor, p tensor.Conv2DParams) {
+	if d.ws == nil {
+		return
+	}
+	d.holdScratch(d.ws.ConvWorkspaceElems(pass, x.Shape(), w.Shape(), y.Shape(), p, d.threads))
+}
+
+// holdScratch allocates and frees elems elements of Workspace, so that
+// they count in the peak and not in the live bytes.
+func (d *Device) holdScratch(elems int) {
+	if b := int64(elems) * tensor.BytesPerElement; b > 0 {
+		d.mem.Alloc(tensor.Workspace, b)
+		d.mem.Free(tensor.Workspace, b)
 	}
 }
 

@@ -58,3 +58,23 @@ func TestMACs(t *testing.T) {
 	}()
 	d.Conv2DForward(x, w, nil, d.Alloc(tensor.Activations, 2, 5, oh+1, ow), p)
 }
+
+func TestCapabilities(t *testing.T) {
+	d, err := tensor.Open(tensor.MetaBackend, tensor.Options{Index: 2, Threads: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !tensor.IsSymbolic(d) {
+		t.Error("a meta device is not symbolic")
+	}
+	if _, ok := d.(tensor.MACCounter); !ok {
+		t.Error("a meta device counts no multiply-accumulates")
+	}
+	if got, want := d.Name(), "meta:2"; got != want {
+		t.Errorf("name: got %q, want %q", got, want)
+	}
+	if got, want := d.Backend(), meta.BackendName; got != want {
+		t.Errorf("backend: got %q, want %q", got, want)
+	}
+}

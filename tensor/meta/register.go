@@ -1,13 +1,9 @@
 package meta
 
-import (
-	"fmt"
-
-	"github.com/pipecast/pipecast/tensor"
-)
+import "github.com/pipecast/pipecast/tensor"
 
 // BackendName is the name the meta backend registers under.
-const BackendName = "meta"
+const BackendName = tensor.MetaBackend
 
 // The registration lets the runner train on meta devices: one step then
 // yields a configuration's exact memory accounting without computing
@@ -17,7 +13,7 @@ func init() {
 		Name:        BackendName,
 		Description: "no storage and no compute: shapes, memory accounting and MAC counts only",
 		Open: func(o tensor.Options) (tensor.Device, error) {
-			return &Device{name: fmt.Sprintf("%s:%d", BackendName, o.Index), threads: max(o.Threads, 1)}, nil
+			return newDevice(o.Index, o.Threads), nil
 		},
 	})
 }
