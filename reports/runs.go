@@ -30,119 +30,146 @@ type RunsTableOptions struct {
 // peak memory and its ratio to GPipe's, and the bytes moved per step.
 // Machine formats carry raw values: nanoseconds, bytes, fractions.
 func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
-	t := &Table{
-		Title: opts.Title,
-		Columns: []Column{
-			{Key: "id", Header: "id", Show: Machines},
-			{Key: "kind", Header: "kind", Show: Machines},
-			{Key: "model_label", Header: "model", Show: People},
-			{Key: "model", Header: "model", Show: Machines},
-			{Key: "image", Header: "image", Show: Machines},
-			{Key: "classes", Header: "classes", Show: Machines},
-			{Key: "width", Header: "width", Show: Machines},
-			{Key: "schedule", Header: "schedule"},
-			{Key: "checkpoint", Header: "checkpoint", Show: Machines},
-			{Key: "prefetch", Header: "prefetch", Show: Machines},
-			{Key: "devices", Header: "K", Align: AlignRight},
-			{Key: "microbatches", Header: "M", Align: AlignRight},
-			{Key: "batch", Header: "batch", Align: AlignRight},
-			{Key: "threads", Header: "T", Align: AlignRight},
-			{Key: "step_nanos_median", Header: "step", Align: AlignRight},
-			{Key: "step_range", Header: "min–max", Align: AlignRight, Show: People},
-			{Key: "step_nanos_min", Header: "step min", Show: Machines},
-			{Key: "step_nanos_max", Header: "step max", Show: Machines},
-			{Key: "samples_per_second", Header: "samples/s", Align: AlignRight},
-			{Key: "speedup_vs_gpipe", Header: "vs gpipe", Align: AlignRight},
-			{Key: "bubble_fraction", Header: "bubble", Align: AlignRight},
-			{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
-			{Key: "peak_vs_gpipe", Header: "mem vs gpipe", Align: AlignRight},
-			{Key: "moved_bytes_per_step", Header: "moved/step", Align: AlignRight},
-			{Key: "oversubscribed", Header: "oversubscribed", Show: Machines},
-		},
-	}
-	if t.Title == "" {
-		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
-	}
 	// Forecasts carry an uncertainty that measured runs do not: a column
 	// for it appears only beside predicted records, so that tables of
 	// measured runs keep their shape.
 	predicted := slices.ContainsFunc(recs, func(r profiler.Record) bool { return r.Kind == profiler.KindPredicted })
-	if predicted {
-		at := slices.IndexFunc(t.Columns, func(c Column) bool { return c.Key == "step_range" })
-		t.Columns = slices.Insert(t.Columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight})
+	t := &Table{Title: opts.Title, Columns: runsColumns(predicted)}
+	if t.Title == "" {
+		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
 	}
 	var over []string
 	for i := range recs {
-		r := &recs[i]
-		c := r.Config
-		base := runsBaseline(recs, i)
-		speed, mem := Empty("—"), Empty("—")
-		if base != nil {
-			if s := r.Summary.StepNanosMedian; s > 0 {
-				speed = runsRatioCell(float64(base.Summary.StepNanosMedian) / float64(s))
-			}
-			if p := base.Summary.PeakBytesMax; p > 0 {
-				mem = runsRatioCell(float64(r.Summary.PeakBytesMax) / float64(p))
-			}
+		row, note := runsRow(recs, i, predicted)
+		if note != "" && !slices.Contains(over, note) {
+			over = append(over, note)
 		}
-		sched := String(c.Schedule)
-		sched.Text = ScheduleLabel(c)
-		if r.Oversubscribed {
-			sched.Text += " *"
-			note := fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
-			if !slices.Contains(over, note) {
-				over = append(over, note)
-			}
-		}
-		checkpoint, prefetch := Empty(""), Empty("")
-		if c.Schedule == baselineSchedule {
-			checkpoint = String(c.Checkpoint)
-		}
-		if c.Schedule == "coop" {
-			prefetch = Int(int64(c.Prefetch))
-		}
-		s := r.Summary
-		row := []Cell{
-			String(r.ID), String(r.Kind),
-			String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
-			sched, checkpoint, prefetch,
-			Int(int64(c.Devices)), Int(int64(c.Micro)), Int(int64(c.Batch)), Int(int64(c.Threads)),
-			Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
-		}
-		if predicted {
-			band := Empty("—")
-			if r.Kind == profiler.KindPredicted {
-				band = Cell{Value: s.PredictedRelErr, Text: "±" + strconv.FormatFloat(100*s.PredictedRelErr, 'f', 1, 64) + " %"}
-			}
-			row = append(row, band)
-		}
-		t.Rows = append(t.Rows, append(row,
-			String(FormatNanos(s.StepNanosMin)+"–"+FormatNanos(s.StepNanosMax)),
-			Int(s.StepNanosMin), Int(s.StepNanosMax),
-			Float(s.SamplesPerSecond, 1),
-			speed,
-			runsPercentCell(s.BubbleFraction),
-			Bytes(s.PeakBytesMax),
-			mem,
-			Bytes(s.MovedBytesPerStep),
-			Cell{Value: r.Oversubscribed, Text: strconv.FormatBool(r.Oversubscribed)},
-		))
+		t.Rows = append(t.Rows, row)
 	}
-	t.Footnotes = []string{
+	t.Footnotes = runsFootnotes(predicted, over, opts.Footnotes)
+	return t
+}
+
+// runsColumns returns the columns of the runs table, with the predicted
+// step's uncertainty before the step range when predicted is set.
+func runsColumns(predicted bool) []Column {
+	columns := []Column{
+		{Key: "id", Header: "id", Show: Machines},
+		{Key: "kind", Header: "kind", Show: Machines},
+		{Key: "model_label", Header: "model", Show: People},
+		{Key: "model", Header: "model", Show: Machines},
+		{Key: "image", Header: "image", Show: Machines},
+		{Key: "classes", Header: "classes", Show: Machines},
+		{Key: "width", Header: "width", Show: Machines},
+		{Key: "schedule", Header: "schedule"},
+		{Key: "checkpoint", Header: "checkpoint", Show: Machines},
+		{Key: "prefetch", Header: "prefetch", Show: Machines},
+		{Key: "devices", Header: "K", Align: AlignRight},
+		{Key: "microbatches", Header: "M", Align: AlignRight},
+		{Key: "batch", Header: "batch", Align: AlignRight},
+		{Key: "threads", Header: "T", Align: AlignRight},
+		{Key: "step_nanos_median", Header: "step", Align: AlignRight},
+		{Key: "step_range", Header: "min–max", Align: AlignRight, Show: People},
+		{Key: "step_nanos_min", Header: "step min", Show: Machines},
+		{Key: "step_nanos_max", Header: "step max", Show: Machines},
+		{Key: "samples_per_second", Header: "samples/s", Align: AlignRight},
+		{Key: "speedup_vs_gpipe", Header: "vs gpipe", Align: AlignRight},
+		{Key: "bubble_fraction", Header: "bubble", Align: AlignRight},
+		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
+		{Key: "peak_vs_gpipe", Header: "mem vs gpipe", Align: AlignRight},
+		{Key: "moved_bytes_per_step", Header: "moved/step", Align: AlignRight},
+		{Key: "oversubscribed", Header: "oversubscribed", Show: Machines},
+	}
+	if predicted {
+		at := slices.IndexFunc(columns, func(c Column) bool { return c.Key == "step_range" })
+		columns = slices.Insert(columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight})
+	}
+	return columns
+}
+
+// runsRow returns the row of recs[i], in the order of runsColumns, and,
+// for an oversubscribed run, the note its footnote gives; else "".
+func runsRow(recs []profiler.Record, i int, predicted bool) (row []Cell, note string) {
+	r := &recs[i]
+	c := r.Config
+	speed, mem := runsVsBaseline(recs, i)
+	sched := String(c.Schedule)
+	sched.Text = ScheduleLabel(c)
+	if r.Oversubscribed {
+		sched.Text += " *"
+		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
+	}
+	checkpoint, prefetch := Empty(""), Empty("")
+	if c.Schedule == baselineSchedule {
+		checkpoint = String(c.Checkpoint)
+	}
+	if c.Schedule == "coop" {
+		prefetch = Int(int64(c.Prefetch))
+	}
+	s := r.Summary
+	row = []Cell{
+		String(r.ID), String(r.Kind),
+		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
+		sched, checkpoint, prefetch,
+		Int(int64(c.Devices)), Int(int64(c.Micro)), Int(int64(c.Batch)), Int(int64(c.Threads)),
+		Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
+	}
+	if predicted {
+		band := Empty("—")
+		if r.Kind == profiler.KindPredicted {
+			band = Cell{Value: s.PredictedRelErr, Text: "±" + strconv.FormatFloat(100*s.PredictedRelErr, 'f', 1, 64) + " %"}
+		}
+		row = append(row, band)
+	}
+	return append(row,
+		String(FormatNanos(s.StepNanosMin)+"–"+FormatNanos(s.StepNanosMax)),
+		Int(s.StepNanosMin), Int(s.StepNanosMax),
+		Float(s.SamplesPerSecond, 1),
+		speed,
+		runsPercentCell(s.BubbleFraction),
+		Bytes(s.PeakBytesMax),
+		mem,
+		Bytes(s.MovedBytesPerStep),
+		Cell{Value: r.Oversubscribed, Text: strconv.FormatBool(r.Oversubscribed)},
+	), note
+}
+
+// runsVsBaseline returns the speed-up and the peak-memory ratio of
+// recs[i] over its GPipe baseline (see runsBaseline), each "—" where
+// there is no baseline or nothing to divide by.
+func runsVsBaseline(recs []profiler.Record, i int) (speed, mem Cell) {
+	r := &recs[i]
+	base := runsBaseline(recs, i)
+	speed, mem = Empty("—"), Empty("—")
+	if base != nil {
+		if s := r.Summary.StepNanosMedian; s > 0 {
+			speed = runsRatioCell(float64(base.Summary.StepNanosMedian) / float64(s))
+		}
+		if p := base.Summary.PeakBytesMax; p > 0 {
+			mem = runsRatioCell(float64(r.Summary.PeakBytesMax) / float64(p))
+		}
+	}
+	return speed, mem
+}
+
+// runsFootnotes returns the runs table's footnotes: its columns, the
+// uncertainty when predicted is set, one per oversubscription note in
+// over, then extra.
+func runsFootnotes(predicted bool, over, extra []string) []string {
+	notes := []string{
 		"step: median wall time of the measured steps; vs gpipe: the GPipe run of the same model, sizes, batch, K and M " +
 			"takes this many times as long (above 1: faster than GPipe); mem vs gpipe: peak bytes over GPipe's.",
 		"bubble: the devices' mean idle time over the step time; peak/device: the largest device's peak bytes; " +
 			"moved/step: bytes all devices received per step.",
 	}
 	if predicted {
-		t.Footnotes = append(t.Footnotes, "± step: a predicted run's relative 1-σ uncertainty of its step time, "+
+		notes = append(notes, "± step: a predicted run's relative 1-σ uncertainty of its step time, "+
 			"from the fitted costs' residuals and the measured runs' run-to-run noise; — for measured runs.")
 	}
 	for _, n := range over {
-		t.Footnotes = append(t.Footnotes, "* oversubscribed: "+n+", so devices compete for cores and times are inflated.")
+		notes = append(notes, "* oversubscribed: "+n+", so devices compete for cores and times are inflated.")
 	}
-	t.Footnotes = append(t.Footnotes, opts.Footnotes...)
-	return t
+	return append(notes, extra...)
 }
 
 // runsBaseline returns the record recs[i] is compared with: itself for a
