@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/tensor"
 	_ "github.com/pipecast/pipecast/tensor/cpu" // registers the "cpu" backend
 )
@@ -151,22 +152,8 @@ func modelsExportRun(opts *ModelsExportOptions) error {
 	}
 	state := len(res.Names) - grads - 4 // input, target, logits, loss
 	fmt.Fprintf(opts.IO.Out, "wrote %s: %d tensors (%d state_dict, 4 of the step, %d gradients), %s, loss %.6g\n",
-		opts.Out, len(res.Names), state, grads, byteSize(res.Bytes), res.Loss)
+		opts.Out, len(res.Names), state, grads, reports.FormatBytes(res.Bytes), res.Loss)
 	return nil
-}
-
-// byteSize formats a size in bytes with a binary unit: "12.3 MiB".
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 3 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGT"[i])
 }
 
 // ModelsImportOptions is what models import needs.
