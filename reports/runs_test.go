@@ -92,23 +92,6 @@ func TestRunsTableGolden(t *testing.T) {
 	}
 }
 
-func TestRunDetailTablesGolden(t *testing.T) {
-	recs := runsSample()[:2]
-	tabs := RunDetailTables(recs)
-	if len(tabs) != 2*len(recs) {
-		t.Fatalf("got %d tables for %d records, want two each", len(tabs), len(recs))
-	}
-	for _, f := range allFormats {
-		var buf bytes.Buffer
-		for _, tab := range tabs {
-			if err := Render(&buf, tab, f); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-		}
-		checkGolden(t, "runs_detail."+extension[f], buf.Bytes())
-	}
-}
-
 func TestRunsTableComparesWithGPipe(t *testing.T) {
 	recs := runsSample()
 	tab := RunsTable(recs, RunsTableOptions{})
@@ -170,56 +153,6 @@ func closeTo(got, want any) bool {
 	g, ok := got.(float64)
 	w := want.(float64)
 	return ok && g > w-1e-9 && g < w+1e-9
-}
-
-func TestRunsLabels(t *testing.T) {
-	tests := []struct {
-		name  string
-		cfg   profiler.RunConfig
-		model string
-		sched string
-	}{
-		{name: "defaults", cfg: profiler.RunConfig{Model: "resnet50", Image: 224, Width: 1, Schedule: "1f1b"},
-			model: "resnet50", sched: "1f1b"},
-		{name: "image and width", cfg: profiler.RunConfig{Model: "resnet50", Image: 32, Width: 0.25, Schedule: "gpipe", Checkpoint: "never"},
-			model: "resnet50 32px ×0.25", sched: "gpipe (never)"},
-		{name: "mlp has no image", cfg: profiler.RunConfig{Model: "mlp", Width: 1, Schedule: "coop", Prefetch: 2},
-			model: "mlp", sched: "coop (d=2)"},
-		{name: "single", cfg: profiler.RunConfig{Model: "vgg16", Image: 224, Width: 0.5, Schedule: "single"},
-			model: "vgg16 ×0.5", sched: "single"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ModelLabel(tc.cfg); got != tc.model {
-				t.Errorf("ModelLabel = %q, want %q", got, tc.model)
-			}
-			if got := ScheduleLabel(tc.cfg); got != tc.sched {
-				t.Errorf("ScheduleLabel = %q, want %q", got, tc.sched)
-			}
-		})
-	}
-}
-
-func TestFormatNanos(t *testing.T) {
-	tests := []struct {
-		name string
-		n    int64
-		want string
-	}{
-		{name: "nanoseconds", n: 850, want: "850 ns"},
-		{name: "microseconds", n: 12_345, want: "12.3 µs"},
-		{name: "milliseconds", n: 4_561_000, want: "4.56 ms"},
-		{name: "hundreds of ms", n: 123_400_000, want: "123 ms"},
-		{name: "seconds", n: 1_234_000_000, want: "1.23 s"},
-		{name: "minutes stay in seconds", n: 90e9, want: "90.0 s"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := FormatNanos(tc.n); got != tc.want {
-				t.Errorf("FormatNanos(%d) = %q, want %q", tc.n, got, tc.want)
-			}
-		})
-	}
 }
 
 func TestRunsTableEmpty(t *testing.T) {

@@ -136,18 +136,31 @@ func (t traceMicros) MarshalJSON() ([]byte, error) {
 // record whose devices become processes pid0+1, pid0+2, ….
 func traceRecord(rec *profiler.Record, ix *exportIndex, pid0 int) (meta, spans, counters []traceEvent) {
 	offsets := traceStepOffsets(rec)
+	tids, used := traceThreads(rec, offsets)
+	meta = traceMetadata(rec, ix, pid0, used)
+	spans = traceSpans(rec, ix, pid0, offsets, tids)
+	counters = traceCounters(rec, pid0, offsets)
+	return meta, spans, counters
+}
 
-	// Sort each device's events by kind of work and time, then place each
-	// on the first lane of its kind where it nests or follows cleanly.
-	type track struct{ device, kind int }
-	byTrack := map[track][]int{}
+// traceTrack pairs a device with a thread of its process: the thread of
+// a kind of work (traceKind) or, once events are placed on lanes, a tid,
+// which may be one of that kind's overflow threads.
+type traceTrack struct{ device, kind int }
+
+// traceThreads returns the thread (tid) of each of the record's events
+// and, per device, the threads that hold any. It sorts each device's events
+// by kind of work and time, then places each on the first lane of its
+// kind where it nests or follows cleanly.
+func traceThreads(rec *profiler.Record, offsets map[int]int64) (tids []int, used map[traceTrack]bool) {
+	byTrack := map[traceTrack][]int{}
 	for i := range rec.Events {
 		e := &rec.Events[i]
-		k := track{e.Device, traceKind(e)}
+		k := traceTrack{e.Device, traceKind(e)}
 		byTrack[k] = append(byTrack[k], i)
 	}
-	tids := make([]int, len(rec.Events))
-	used := map[track]bool{} // device and tid
+	tids = make([]int, len(rec.Events))
+	used = map[traceTrack]bool{} // device and tid
 	for k, list := range byTrack {
 		start := func(i int) int64 { return offsets[rec.Events[i].Step] + rec.Events[i].StartNanos }
 		end := func(i int) int64 { return offsets[rec.Events[i].Step] + rec.Events[i].EndNanos }
@@ -173,12 +186,17 @@ func traceRecord(rec *profiler.Record, ix *exportIndex, pid0 int) (meta, spans, 
 				}
 				lanes[lane] = append(open, end(i))
 				tids[i] = k.kind + traceLaneStride*lane
-				used[track{k.device, tids[i]}] = true
+				used[traceTrack{k.device, tids[i]}] = true
 				break
 			}
 		}
 	}
+	return tids, used
+}
 
+// traceMetadata returns the events that name and order the record's
+// processes, one per device, and the threads of each that used holds.
+func traceMetadata(rec *profiler.Record, ix *exportIndex, pid0 int, used map[traceTrack]bool) (meta []traceEvent) {
 	for d := range ix.devices {
 		pid := pid0 + d + 1
 		meta = append(meta,
@@ -201,7 +219,13 @@ func traceRecord(rec *profiler.Record, ix *exportIndex, pid0 int) (meta, spans, 
 				traceMeta("thread_sort_index", pid, tid, "sort_index", tid))
 		}
 	}
+	return meta
+}
 
+// traceSpans returns a complete event per event of the record, on the
+// thread tids gives it, sorted by process, thread, start and, outer
+// before inner, length.
+func traceSpans(rec *profiler.Record, ix *exportIndex, pid0 int, offsets map[int]int64, tids []int) (spans []traceEvent) {
 	for i := range rec.Events {
 		e := &rec.Events[i]
 		dur := traceMicros(e.EndNanos - e.StartNanos)
@@ -242,7 +266,13 @@ func traceRecord(rec *profiler.Record, ix *exportIndex, pid0 int) (meta, spans, 
 		}
 		return *x.Dur > *y.Dur
 	})
+	return spans
+}
 
+// traceCounters returns the memory counter events of the record's
+// devices: each device's peak bytes by category at the start of every
+// measured step.
+func traceCounters(rec *profiler.Record, pid0 int, offsets map[int]int64) (counters []traceEvent) {
 	for _, dev := range rec.Devices {
 		if len(dev.PeakBytesByCategory) == 0 || dev.Index < 0 {
 			continue
@@ -258,7 +288,7 @@ func traceRecord(rec *profiler.Record, ix *exportIndex, pid0 int) (meta, spans, 
 			})
 		}
 	}
-	return meta, spans, counters
+	return counters
 }
 
 // traceMeta returns a metadata event whose one arg is key: v.

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/tensor"
 	_ "github.com/pipecast/pipecast/tensor/cpu" // registers the "cpu" backend
 )
@@ -154,61 +152,8 @@ func modelsExportRun(opts *ModelsExportOptions) error {
 	}
 	state := len(res.Names) - grads - 4 // input, target, logits, loss
 	fmt.Fprintf(opts.IO.Out, "wrote %s: %d tensors (%d state_dict, 4 of the step, %d gradients), %s, loss %.6g\n",
-		opts.Out, len(res.Names), state, grads, byteSize(res.Bytes), res.Loss)
+		opts.Out, len(res.Names), state, grads, reports.FormatBytes(res.Bytes), res.Loss)
 	return nil
-}
-
-// writeAtomically writes path through write: into a temporary file in
-// the same directory, renamed to path only once everything is written
-// and synced, so that path holds either its old content or the new one.
-func writeAtomically(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; the result is an ordinary
-	// file, as os.Create would make it under the usual umask.
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// byteSize formats a size in bytes with a binary unit: "12.3 MiB".
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 3 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGT"[i])
 }
 
 // ModelsImportOptions is what models import needs.

@@ -382,23 +382,3 @@ func TestWriteAtomically(t *testing.T) {
 		t.Errorf("after a success the directory holds %d files, want 1", len(entries))
 	}
 }
-
-func TestByteSize(t *testing.T) {
-	tests := []struct {
-		name string
-		n    int64
-		want string
-	}{
-		{"bytes", 512, "512 B"},
-		{"kibibytes", 1536, "1.5 KiB"},
-		{"mebibytes", 100 << 20, "100.0 MiB"},
-		{"gibibytes", 3 << 30, "3.0 GiB"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := byteSize(tc.n); got != tc.want {
-				t.Errorf("byteSize(%d): got %q, want %q", tc.n, got, tc.want)
-			}
-		})
-	}
-}

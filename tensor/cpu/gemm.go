@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/pipecast/pipecast/tensor"
 )
@@ -39,27 +38,6 @@ const (
 	gemmMinParallelMACs = 1 << 16
 )
 
-// gemmKernel is a micro-kernel: fn sets (acc false) or adds to (acc true)
-// the mr×nr block of C at c, rows ldc elements apart, the product of kc
-// steps of a packed A sliver (mr values per step) and of a packed B
-// sliver (nr values per step).
-type gemmKernel struct {
-	name   string
-	mr, nr int
-	fn     func(kc int, a, b, c []float32, ldc int, acc bool)
-	// partial, when set, returns for a ragged sliver of mb < mr rows a
-	// kernel over its first rows ≥ mb rows only (same packed layout).
-	partial func(mb int) (rows int, fn func(kc int, a, b, c []float32, ldc int, acc bool))
-	// packA and packB, when set, replace the portable packing loops
-	// (same arguments and layout as packA and packB).
-	packA func(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32)
-	packB func(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int)
-}
-
-// kernel is the micro-kernel of this process, chosen once from the CPU's
-// features (gemm_amd64.go) or the portable one.
-var kernel = selectKernel()
-
 // GemmShape is one matrix product's sizes: op(A) is M×K, op(B) K×N;
 // Count is how many times a kernel runs it.
 type GemmShape struct {
@@ -67,10 +45,6 @@ type GemmShape struct {
 	TransA, TransB bool
 	Count          int
 }
-
-// GemmKernel names the micro-kernel the backend's products use on this
-// machine: "avx512", "avx2" or "go".
-func GemmKernel() string { return kernel.name }
 
 // Gemm sets c = alpha·op(a)·op(b) + beta·c for 2-D tensors. c must not
 // share memory with a or b. With beta 0, c's previous contents are
@@ -157,78 +131,6 @@ func gemmRegions(m, n, k, threads int) (rt, ct int) {
 func gemmSpan(size, count, align, i int) (lo, hi int) {
 	step := roundUp((size+count-1)/count, align)
 	return min(i*step, size), min((i+1)*step, size)
-}
-
-// scratchKeep is how many released scratch buffers a device keeps for
-// the next kernels: a convolution holds one at a time and its products
-// one more, so a few cover a training step without allocating.
-const scratchKeep = 4
-
-// spares are a device's released scratch buffers, kept for reuse. A
-// device's own list, not a sync.Pool: a pool is emptied by every
-// garbage collection (and, under the race detector, at random), which
-// made a step's allocations vary from run to run.
-type spares struct {
-	mu   sync.Mutex
-	bufs [][]float32
-}
-
-// take removes and returns the smallest kept buffer that holds n
-// elements, or nil.
-func (s *spares) take(n int) []float32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	best := -1
-	for i, b := range s.bufs {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(s.bufs[best])) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	b := s.bufs[best]
-	s.bufs = append(s.bufs[:best], s.bufs[best+1:]...)
-	return b
-}
-
-// give keeps b, dropping the smallest kept buffer when scratchKeep are
-// kept already.
-func (s *spares) give(b []float32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.bufs) < scratchKeep {
-		s.bufs = append(s.bufs, b)
-		return
-	}
-	small := 0
-	for i := range s.bufs {
-		if cap(s.bufs[i]) < cap(s.bufs[small]) {
-			small = i
-		}
-	}
-	if cap(b) > cap(s.bufs[small]) {
-		s.bufs[small] = b
-	}
-}
-
-// scratch returns n elements of recycled scratch memory, accounted as
-// Workspace on d until release is called. Its contents are undefined.
-func (d *Device) scratch(n int) (buf []float32, release func()) {
-	if n == 0 {
-		return nil, func() {}
-	}
-	buf = d.spares.take(n)
-	if buf == nil {
-		buf = make([]float32, n)
-		adviseHugePages(buf)
-	}
-	bytes := int64(n) * tensor.BytesPerElement
-	d.mem.Alloc(tensor.Workspace, bytes)
-	return buf[:n], func() {
-		d.mem.Free(tensor.Workspace, bytes)
-		d.spares.give(buf)
-	}
 }
 
 // sgemm sets c = alpha·op(a)·op(b) + beta·c on row-major matrices with
@@ -361,101 +263,6 @@ func gemmRegionWith(kern gemmKernel, pack []float32, transA, transB bool, m, n, 
 					}
 				}
 			}
-		}
-	}
-}
-
-// packA packs rows [ic, ic+mc) and steps [pc, pc+kc) of alpha·op(a) into
-// slivers of mr rows: sliver s holds at s·mr·kc + p·mr + r the value of
-// row ic + s·mr + r at step pc + p, and zeros past the last row.
-func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32) {
-	for s := 0; s*mr < mc; s++ {
-		sl := dst[s*mr*kc : (s+1)*mr*kc]
-		rows := min(mr, mc-s*mr)
-		i0 := ic + s*mr
-		if transA { // a is k×m: a step is a contiguous run of rows
-			for p := 0; p < kc; p++ {
-				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+rows]
-				out := sl[p*mr : p*mr+mr]
-				for r, v := range src {
-					out[r] = alpha * v
-				}
-				clear(out[rows:])
-			}
-			continue
-		}
-		for r := 0; r < rows; r++ {
-			src := a[(i0+r)*lda+pc : (i0+r)*lda+pc+kc]
-			for p, v := range src {
-				sl[p*mr+r] = alpha * v
-			}
-		}
-		for r := rows; r < mr; r++ {
-			for p := 0; p < kc; p++ {
-				sl[p*mr+r] = 0
-			}
-		}
-	}
-}
-
-// packB packs steps [pc, pc+kc) and columns [jc, jc+nc) of op(b) into
-// slivers of nr columns: sliver t holds at t·nr·kc + p·nr + j the value of
-// column jc + t·nr + j at step pc + p, and zeros past the last column.
-func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
-	for t := 0; t*nr < nc; t++ {
-		sl := dst[t*nr*kc : (t+1)*nr*kc]
-		cols := min(nr, nc-t*nr)
-		j0 := jc + t*nr
-		if !transB { // b is k×n: a step is a contiguous run of columns
-			for p := 0; p < kc; p++ {
-				out := sl[p*nr : p*nr+nr]
-				copy(out, b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+cols])
-				clear(out[cols:])
-			}
-			continue
-		}
-		for j := 0; j < cols; j++ {
-			src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
-			for p, v := range src {
-				sl[p*nr+j] = v
-			}
-		}
-		for j := cols; j < nr; j++ {
-			for p := 0; p < kc; p++ {
-				sl[p*nr+j] = 0
-			}
-		}
-	}
-}
-
-// gemmKernelGo is the portable micro-kernel, 4×16, for builds without
-// assembly (the noasm tag, other architectures) and CPUs without AVX2 and
-// FMA.
-var gemmKernelGo = gemmKernel{name: "go", mr: 4, nr: 16, fn: kernelGo}
-
-func kernelGo(kc int, a, b, c []float32, ldc int, acc bool) {
-	const mr, nr = 4, 16
-	var sum [mr][nr]float32
-	a, b = a[:kc*mr], b[:kc*nr]
-	for p := 0; p < kc; p++ {
-		bv := (*[nr]float32)(b[p*nr:])
-		av := (*[mr]float32)(a[p*mr:])
-		for r := 0; r < mr; r++ {
-			x := av[r]
-			row := &sum[r]
-			for j := 0; j < nr; j++ {
-				row[j] += x * bv[j]
-			}
-		}
-	}
-	for r := 0; r < mr; r++ {
-		out := c[r*ldc : r*ldc+nr]
-		if acc {
-			for j, v := range sum[r] {
-				out[j] += v
-			}
-		} else {
-			copy(out, sum[r][:])
 		}
 	}
 }

@@ -1,0 +1,78 @@
+package reports
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// ModelLabel names a run's model for people, adding the input size and
+// width where they differ from the zoo's defaults: "resnet50 32px ×0.25".
+func ModelLabel(c profiler.RunConfig) string {
+	label := c.Model
+	if a, err := models.LookupArch(c.Model); err == nil {
+		if a.DefaultImage > 0 && c.Image > 0 && c.Image != a.DefaultImage {
+			label += fmt.Sprintf(" %dpx", c.Image)
+		}
+	} else if c.Image > 0 {
+		label += fmt.Sprintf(" %dpx", c.Image)
+	}
+	if c.Width > 0 && c.Width != 1 {
+		label += " ×" + strconv.FormatFloat(c.Width, 'g', -1, 64)
+	}
+	return label
+}
+
+// ScheduleLabel names a run's schedule with the option that shapes it:
+// "gpipe (except-last)", "coop (d=2)", "1f1b".
+func ScheduleLabel(c profiler.RunConfig) string {
+	switch c.Schedule {
+	case baselineSchedule:
+		if c.Checkpoint != "" {
+			return fmt.Sprintf("%s (%s)", c.Schedule, c.Checkpoint)
+		}
+	case "coop":
+		return fmt.Sprintf("%s (d=%d)", c.Schedule, c.Prefetch)
+	}
+	return c.Schedule
+}
+
+// FormatNanos formats a duration for people with three or four
+// significant digits: "850 ns", "12.3 µs", "4.56 ms", "1.23 s".
+func FormatNanos(n int64) string {
+	v := float64(n)
+	units := []string{"ns", "µs", "ms", "s"}
+	u := 0
+	for (v >= 1000 || v <= -1000) && u < len(units)-1 {
+		v /= 1000
+		u++
+	}
+	if u == 0 {
+		return strconv.FormatInt(n, 10) + " ns"
+	}
+	d := 2
+	if v >= 100 || v <= -100 {
+		d = 0
+	} else if v >= 10 || v <= -10 {
+		d = 1
+	}
+	return strconv.FormatFloat(v, 'f', d, 64) + " " + units[u]
+}
+
+// runsMillisCell holds nanoseconds, shown in milliseconds with two decimals
+// so that a column of them lines up.
+func runsMillisCell(n int64) Cell {
+	return Cell{Value: n, Text: strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64)}
+}
+
+// runsRatioCell holds a ratio, shown as "1.23×".
+func runsRatioCell(v float64) Cell {
+	return Cell{Value: v, Text: strconv.FormatFloat(v, 'f', 2, 64) + "×"}
+}
+
+// runsPercentCell holds a fraction, shown as a percentage: "12.3 %".
+func runsPercentCell(f float64) Cell {
+	return Cell{Value: f, Text: strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
+}
