@@ -61,7 +61,7 @@ func (c Config) WithDefaults() Config {
 		c.Balance = BalanceMACs
 	}
 	if c.Backend == "" {
-		c.Backend = "cpu"
+		c.Backend = tensor.CPUBackend
 	}
 	if c.Threads == 0 {
 		c.Threads = DefaultThreads(c.Schedule.Devices)

@@ -10,6 +10,7 @@ import (
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
+	_ "github.com/pipecast/pipecast/tensor/cpu" // the sweeps' backend
 )
 
 // mlp is a configuration that can run: the three-block mlp on one device.

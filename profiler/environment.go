@@ -17,16 +17,16 @@ import (
 func LocalEnvironment() Environment {
 	host, _ := os.Hostname()
 	return Environment{
-		Host: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel(),
+		Host: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: CPUModel(),
 		Cores: runtime.NumCPU(), GoVersion: runtime.Version(),
 		Version: buildinfo.Version(), Revision: buildinfo.Revision(),
 	}
 }
 
-// cpuModel returns the processor's name from /proc/cpuinfo, or "" where
+// CPUModel returns the processor's name from /proc/cpuinfo, or "" where
 // there is none (other systems, or architectures whose cpuinfo names no
 // model).
-func cpuModel() string {
+func CPUModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
 		return ""

@@ -1,7 +1,9 @@
 package runner
 
-// The runner describes every model it trains (models.Describe opens the
-// meta backend by name) and runs whole schedules on meta devices for the
-// predictor's memory forecasts, so it links the meta backend itself;
-// config.go links the default backend, cpu.
-import _ "github.com/pipecast/pipecast/tensor/meta" // registers the "meta" backend
+// The runner trains on the default backend unless told otherwise, and
+// runs whole schedules on meta devices for the predictor's memory
+// forecasts (MetaStep), so it links both; models.Describe opens the meta
+// backend by name too.
+import (
+	_ "github.com/pipecast/pipecast/tensor/cpu" // registers the default "cpu" backend
+)

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/tensor"
 	"github.com/pipecast/pipecast/tensor/cpu"
 )
@@ -114,19 +113,11 @@ func run(out, progress io.Writer, o options) error {
 	return nil
 }
 
-// cpuModel returns the first "model name" of /proc/cpuinfo, or GOARCH
-// where there is none.
+// cpuModel names the processor, or its architecture where the system
+// does not say.
 func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
+	if m := profiler.CPUModel(); m != "" {
+		return m
 	}
 	return runtime.GOARCH
 }

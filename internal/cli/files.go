@@ -10,7 +10,9 @@ import (
 
 // writeAtomically writes path through write: into a temporary file in
 // the same directory, renamed to path only once everything is written
-// and synced, so that path holds either its old content or the new one.
+// and synced, so that path holds either its old content or the new one
+// and a failed export never leaves half a file. Its own errors name the
+// path; write's are returned as they are.
 func writeAtomically(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {

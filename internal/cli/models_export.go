@@ -101,7 +101,7 @@ func openDevice(threads int) (tensor.Device, error) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	dev, err := tensor.Open("cpu", tensor.Options{Threads: threads})
+	dev, err := tensor.Open(tensor.CPUBackend, tensor.Options{Threads: threads})
 	if err != nil {
 		return nil, fmt.Errorf("open device: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
 )
 
 // PredictOptions is what the predict command needs. The configuration
@@ -28,20 +29,10 @@ type PredictOptions struct {
 	Output Format
 	Data   []string // runs.jsonl files of measured runs
 
-	Models      []string
-	Images      []int
-	Classes     []int
-	Widths      []float64
-	Batches     []int
-	Devices     []int
-	Micro       []int
-	Schedules   []string
-	Checkpoints []string // gpipe only
-	Prefetch    []int    // coop only
-
-	Balance string // "": the data's, or time where the data's runs differ
-	Threads int    // 0: the data's
-	Backend string // "": the data's
+	// Sweep holds the configuration flags; a nil list, an empty balance
+	// or backend and zero threads take what the data holds. Its Seed is
+	// the data's: --seed is Seed below.
+	config.Sweep
 
 	Out   string // directory whose runs.jsonl the predicted records are appended to
 	Trace string
@@ -50,7 +41,7 @@ type PredictOptions struct {
 
 	Validate bool
 	Holdout  string // devices|microbatch|random
-	Seed     uint64
+	Seed     uint64 // the random holdout's folds
 }
 
 // The holdouts predictor.Validate accepts.
@@ -130,7 +121,7 @@ draws forecast against measured step times.`,
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
 	f.StringSliceVar(&opts.Checkpoints, "checkpoint", nil, "gpipe checkpointing: never,except-last,always (default: the data's)")
 	f.IntSliceVar(&opts.Prefetch, "prefetch", nil, "coop look-ahead depths d (default: the data's)")
-	f.StringVar(&opts.Balance, "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
+	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
@@ -185,7 +176,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the data's)", o.Threads)
 	}
 	check := o.sweep(predictDefaults)
-	check.Backend = "cpu"
+	check.Backend = tensor.CPUBackend
 	if err := check.Check(); err != nil {
 		return sweepError(err, nil)
 	}
@@ -198,7 +189,7 @@ var predictDefaults = config.Sweep{
 	Models: defaultProfileModels, Images: defaultProfileImages, Classes: []int{0}, Widths: defaultProfileWidths,
 	Batches: defaultProfileBatches, Devices: defaultProfileDevices, Micro: defaultProfileMicro,
 	Schedules: defaultProfileSchedules, Checkpoints: []string{schedule.ExceptLast.String()}, Prefetch: []int{1},
-	Balance: config.BalanceTime, Backend: "cpu", Dataset: "synthetic", Seed: 1,
+	Balance: config.BalanceTime, Backend: tensor.CPUBackend, Dataset: "synthetic", Seed: 1,
 }
 
 // sweep returns the sweep of the flags given, taking every list, the
@@ -230,7 +221,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s.Checkpoints = pick(o.Checkpoints, data.Checkpoints)
 	s.Prefetch = pickInt(o.Prefetch, data.Prefetch)
 	if o.Balance != "" {
-		s.Balance = config.Balance(o.Balance)
+		s.Balance = o.Balance
 	}
 	if o.Threads != 0 {
 		s.Threads = o.Threads
@@ -281,7 +272,7 @@ func predictRun(ctx context.Context, opts *PredictOptions) error {
 	}
 	if opts.SVG != "" {
 		first := preds[0]
-		if err := writeFile(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, first.Steps[0].Step) }); err != nil {
+		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, first.Steps[0].Step) }); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,7 @@ func predictValidateRun(ctx context.Context, opts *PredictOptions) error {
 		return err
 	}
 	if opts.SVG != "" {
-		if err := writeFile(opts.SVG, func(w io.Writer) error {
+		if err := writeAtomically(opts.SVG, func(w io.Writer) error {
 			return reports.WritePredictionSVG(w, "Held-out runs, holdout "+v.Holdout, validationSeries(v))
 		}); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner"
@@ -21,24 +22,13 @@ type ProfileOptions struct {
 	IO     *IOStreams
 	Output Format
 
-	Models      []string
-	Images      []int
-	Classes     []int
-	Widths      []float64
-	Batches     []int
-	Devices     []int
-	Micro       []int
-	Schedules   []string
-	Checkpoints []string // gpipe only
-	Prefetch    []int    // coop only
+	// Sweep holds the list flags, whose every combination runs, and the
+	// values all runs share (--threads 0: the cores divided by the
+	// sweep's largest K).
+	config.Sweep
 
-	Balance string
-	Threads int // per device; 0: the cores divided by the sweep's largest K
-	Steps   int
-	Warmup  int
-	Dataset string
-	Seed    uint64
-	Backend string
+	Steps  int
+	Warmup int
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -119,7 +109,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	// Time is the default: at small widths per-op overheads, not MACs,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.
-	f.StringVar(&opts.Balance, "balance", "time", "block cost the partition balances: params|macs|time (time: each block's forward and backward measured on one device at the micro-batch size)")
+	f.StringVar((*string)(&opts.Balance), "balance", string(config.BalanceTime), "block cost the partition balances: params|macs|time (time: each block's forward and backward measured on one device at the micro-batch size)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
 	f.IntVar(&opts.Warmup, "warmup", 1, "warm-up steps per run, run first and not measured")
@@ -138,7 +128,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 // validate checks each flag on its own (config.Sweep.Check), and the
 // steps; expandSweep checks how they combine.
 func (o *ProfileOptions) validate() error {
-	if err := o.sweep().Check(); err != nil {
+	if err := o.Sweep.Check(); err != nil {
 		return sweepError(err, nil)
 	}
 	switch {

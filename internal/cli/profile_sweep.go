@@ -10,22 +10,12 @@ import (
 	"github.com/pipecast/pipecast/models"
 )
 
-// sweep returns the sweep the flags describe.
-func (o *ProfileOptions) sweep() config.Sweep {
-	return config.Sweep{
-		Models: o.Models, Images: o.Images, Classes: o.Classes, Widths: o.Widths,
-		Batches: o.Batches, Devices: o.Devices, Micro: o.Micro,
-		Schedules: o.Schedules, Checkpoints: o.Checkpoints, Prefetch: o.Prefetch,
-		Balance: config.Balance(o.Balance), Threads: o.Threads, Backend: o.Backend, Dataset: o.Dataset, Seed: o.Seed,
-	}
-}
-
 // expandSweep returns the configurations of every runnable combination
 // of the list flags, in flag order, and notes on the combinations it
 // skipped (config.Sweep.Expand), so that every invalid combination is
 // found before the first run starts.
 func expandSweep(o *ProfileOptions) ([]config.Config, []string, error) {
-	cfgs, notes, err := o.sweep().Expand()
+	cfgs, notes, err := o.Sweep.Expand()
 	if err != nil {
 		return nil, notes, sweepError(err, notes)
 	}

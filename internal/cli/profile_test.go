@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
@@ -47,10 +48,11 @@ func TestNewCmdProfileFlags(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, o *ProfileOptions) {
 			want := ProfileOptions{
-				IO: o.IO, Output: FormatTable, Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
-				Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
-				Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
-				Balance: "time", Steps: 5, Warmup: 1, Dataset: "synthetic", Seed: 1, Backend: "cpu",
+				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
+					Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
+					Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
+					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu"},
+				Steps: 5, Warmup: 1,
 			}
 			if !reflect.DeepEqual(*o, want) {
 				t.Errorf("got %+v\nwant %+v", *o, want)

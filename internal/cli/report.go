@@ -123,12 +123,12 @@ func reportRun(opts *ReportOptions) error {
 			return fmt.Errorf("write %s: run %s has no measured step", opts.SVG, first.ID)
 		}
 		step := first.Steps[0].Step
-		if err := writeFile(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, step) }); err != nil {
+		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, step) }); err != nil {
 			return err
 		}
 	}
 	if opts.SVGChart != "" {
-		if err := writeFile(opts.SVGChart, func(w io.Writer) error { return reports.WriteChartSVG(w, recs) }); err != nil {
+		if err := writeAtomically(opts.SVGChart, func(w io.Writer) error { return reports.WriteChartSVG(w, recs) }); err != nil {
 			return err
 		}
 	}
