@@ -57,6 +57,7 @@ type baselineFit struct {
 type blockCosts struct {
 	config       models.Config
 	params, macs []float64
+	model        *models.Model // the description they come from
 }
 
 // baselineConfig is what the features are computed from.
@@ -249,18 +250,13 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 		return 0, fmt.Errorf("baseline: no records of %s", k)
 	}
 	s := cfg.Schedule
-	bounds := cfg.Bounds
-	if bounds == nil {
-		w := costs.macs
-		if cfg.Balance == config.BalanceParams {
-			w = costs.params
-		}
-		if bounds, err = models.Partition(w, s.Devices); err != nil {
-			return 0, fmt.Errorf("baseline: %w", err)
-		}
+	byCost := cfg
+	if byCost.Balance == config.BalanceTime {
+		byCost.Balance = config.BalanceMACs // the baseline knows no block times
 	}
-	if len(bounds) != s.Devices+1 || bounds[s.Devices] != len(costs.params) {
-		return 0, fmt.Errorf("baseline: partition %v does not split %d blocks into %d stages", bounds, len(costs.params), s.Devices)
+	bounds, err := byCost.Partition(costs.model, s.Devices, nil)
+	if err != nil {
+		return 0, fmt.Errorf("baseline: %w", err)
 	}
 	c := baselineConfig{
 		k: s.Devices, micro: s.Micro, batch: cfg.Batch, sched: s.Name,
@@ -296,7 +292,7 @@ func (b *Baseline) describe(name string, mc models.Config) (*blockCosts, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &blockCosts{config: desc.Config}
+	c := &blockCosts{config: desc.Config, model: desc}
 	for _, blk := range desc.Blocks {
 		c.params = append(c.params, float64(blk.Cost.Params))
 		c.macs = append(c.macs, float64(blk.Cost.MACs))
