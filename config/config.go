@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
@@ -27,6 +28,10 @@ type Config struct {
 	// threads of each device.
 	Backend string
 	Threads int
+	// Transport is how the devices move data:
+	// profiler.TransportInProcess (the default: devices are goroutines of
+	// one process) or profiler.TransportMPI (one process per device).
+	Transport string
 	// Dataset is a datasets.Open spec ("synthetic", "cifar10:DIR", …).
 	Dataset string
 	// Seed determines the initial weights, the data order and the dropout
@@ -65,6 +70,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Threads == 0 {
 		c.Threads = DefaultThreads(c.Schedule.Devices)
+	}
+	if c.Transport == "" {
+		c.Transport = profiler.TransportInProcess
 	}
 	if c.Dataset == "" {
 		c.Dataset = "synthetic"

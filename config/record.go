@@ -55,6 +55,7 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch},
 		Balance:     Balance(c.Balance),
 		Backend:     r.Env.Backend,
+		Transport:   profiler.TransportOf(&r.Env),
 		Threads:     c.Threads,
 		Dataset:     c.Dataset,
 		Seed:        c.Seed,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
@@ -29,11 +30,12 @@ type Sweep struct {
 	Checkpoints []string // gpipe only
 	Prefetch    []int    // coop only
 
-	Balance Balance
-	Threads int // per device; 0: DefaultThreads of the sweep's largest K
-	Backend string
-	Dataset string
-	Seed    uint64
+	Balance   Balance
+	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
+	Backend   string
+	Transport string // "": in-process
+	Dataset   string
+	Seed      uint64
 }
 
 // FieldError reports a sweep value that no configuration can take, by the
@@ -100,6 +102,10 @@ func (s Sweep) Check() error {
 	}
 	if s.Threads < 0 {
 		return &FieldError{Field: "threads", Value: fmt.Sprint(s.Threads), Reason: "need at least 1 (or 0 for the default)"}
+	}
+	if t := s.Transport; t != "" && t != profiler.TransportInProcess && t != profiler.TransportMPI {
+		return &FieldError{Field: "transport", Value: fmt.Sprintf("%q", t),
+			Reason: "unknown transport (want " + profiler.TransportInProcess + " or " + profiler.TransportMPI + ")"}
 	}
 	var backends []string
 	for _, b := range tensor.Backends() {
@@ -205,7 +211,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 			for _, m := range s.Micro {
 				for _, name := range s.Schedules {
 					base := Config{
-						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend,
+						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 						Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads,
 						Schedule: schedule.Options{Name: name, Devices: k, Micro: m},
 					}

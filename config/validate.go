@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 	_ "github.com/pipecast/pipecast/tensor/meta" // models are described on the meta backend
 )
@@ -15,15 +16,16 @@ type Rule int
 
 // The rules Validate checks, in the order it checks them.
 const (
-	RuleModel    Rule = iota // the model is in the zoo and can be built at its sizes
-	RuleImage                // the input is no smaller than the model accepts
-	RuleCounts               // batch, devices, micro-batches and threads are positive
-	RuleStages               // no more devices than the model has blocks
-	RuleSchedule             // the schedule exists and its options make sense
-	RuleSingle               // single runs on one device
-	RuleMicro                // the batch splits into M equal micro-batches
-	RuleShards               // coop: the batch splits into K equal shards
-	RuleBalance              // the balance is one the partitioner knows
+	RuleModel     Rule = iota // the model is in the zoo and can be built at its sizes
+	RuleImage                 // the input is no smaller than the model accepts
+	RuleCounts                // batch, devices, micro-batches and threads are positive
+	RuleStages                // no more devices than the model has blocks
+	RuleSchedule              // the schedule exists and its options make sense
+	RuleSingle                // single runs on one device
+	RuleMicro                 // the batch splits into M equal micro-batches
+	RuleShards                // coop: the batch splits into K equal shards
+	RuleBalance               // the balance is one the partitioner knows
+	RuleTransport             // the transport is one the runner knows
 )
 
 // Misfit reports whether the rule is one a sweep's combination of values
@@ -100,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseBalance(string(c.Balance)); err != nil {
 		return &InvalidError{Rule: RuleBalance, Field: "balance", Value: string(c.Balance), Reason: err.Error(), Err: err}
+	}
+	if t := c.Transport; t != profiler.TransportInProcess && t != profiler.TransportMPI {
+		return invalid(RuleTransport, "transport", t, "transport %q: want %s or %s", t, profiler.TransportInProcess, profiler.TransportMPI)
 	}
 	return nil
 }

@@ -243,7 +243,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 	}
 	k := Key{
 		Model: cfg.Model, Image: costs.config.Image, Classes: costs.config.Classes, Width: costs.config.Width,
-		Backend: cfg.Backend, Threads: cfg.Threads,
+		Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport),
 	}
 	f, ok := b.fits[k]
 	if !ok {

@@ -16,7 +16,7 @@ import (
 func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	s := config.Sweep{
 		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
-		Threads: key.Threads, Backend: key.Backend, Balance: config.BalanceTime,
+		Threads: key.Threads, Backend: key.Backend, Transport: key.Transport, Balance: config.BalanceTime,
 	}
 	var balances []string
 	for i := range recs {

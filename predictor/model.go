@@ -17,20 +17,36 @@ type Key struct {
 	Width   float64
 	Backend string
 	Threads int
+	// Transport is the records' transport, "" for in-process (see
+	// KeyTransport): MPI records forecast MPI runs, in-process records
+	// in-process ones.
+	Transport string `json:",omitempty"`
+}
+
+// KeyTransport is a transport as keys hold it: "" for in-process.
+func KeyTransport(transport string) string {
+	if transport == profiler.TransportInProcess {
+		return ""
+	}
+	return transport
 }
 
 // KeyOf returns the key of a record.
 func KeyOf(r *profiler.Record) Key {
 	return Key{
 		Model: r.Config.Model, Image: r.Config.Image, Classes: r.Config.Classes, Width: r.Config.Width,
-		Backend: r.Env.Backend, Threads: r.Config.Threads,
+		Backend: r.Env.Backend, Threads: r.Config.Threads, Transport: KeyTransport(profiler.TransportOf(&r.Env)),
 	}
 }
 
 // String formats the key for messages.
 func (k Key) String() string {
-	return fmt.Sprintf("%s (image %d, %d classes, width %g) on %s with %d thread(s) per device",
+	s := fmt.Sprintf("%s (image %d, %d classes, width %g) on %s with %d thread(s) per device",
 		k.Model, k.Image, k.Classes, k.Width, k.Backend, k.Threads)
+	if k.Transport != "" {
+		s += ", one process per device over " + k.Transport
+	}
+	return s
 }
 
 // Phase is the kind of compute a block time is fitted for.

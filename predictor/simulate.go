@@ -87,6 +87,9 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if cfg.Threads == 0 {
 		cfg.Threads = c.Key.Threads
 	}
+	if cfg.Transport == "" && c.Key.Transport != "" {
+		cfg.Transport = c.Key.Transport
+	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 		return nil, err
 	}
 	want := Key{Model: cfg.Model, Image: model.Config.Image, Classes: model.Config.Classes,
-		Width: model.Config.Width, Backend: cfg.Backend, Threads: cfg.Threads}
+		Width: model.Config.Width, Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport)}
 	if want != c.Key {
 		return nil, fmt.Errorf("%s: the cost model describes %s", want, c.Key)
 	}

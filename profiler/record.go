@@ -64,9 +64,47 @@ type Environment struct {
 	// PeakRSSBytes is the process's peak resident set size when the
 	// record was made (the high-water mark of the whole process so far).
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
-	// Calibration measures the backend's transfer path, so that even a
-	// single-device record lets the predictor cost transfers.
+	// Calibration measures the transfer path the run used, so that even
+	// a single-device record lets the predictor cost transfers.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Transport is how the devices moved data: TransportInProcess (one
+	// process, the default; records that leave it out are in-process) or
+	// TransportMPI (one process per device); TransportVersion names the
+	// library behind it (the MPI library's own version string).
+	Transport        string `json:"transport,omitempty"`
+	TransportVersion string `json:"transport_version,omitempty"`
+	// Ranks lists the processes of a multi-process run, one per device
+	// in rank order; omitted for a run in one process.
+	Ranks []RankInfo `json:"ranks,omitempty"`
+	// ClockResidualNanos is how far the clock offsets between the ranks,
+	// estimated before and after the run, moved during it (the largest
+	// over ranks): the uncertainty of placing one rank's events on
+	// another's time axis. 0 for a run in one process.
+	ClockResidualNanos int64 `json:"clock_residual_nanos,omitempty"`
+}
+
+// The transports a run may use.
+const (
+	TransportInProcess = "inprocess"
+	TransportMPI       = "mpi"
+)
+
+// TransportOf returns the transport of env, TransportInProcess for a
+// record that names none.
+func TransportOf(env *Environment) string {
+	if env.Transport == "" {
+		return TransportInProcess
+	}
+	return env.Transport
+}
+
+// RankInfo is one process of a multi-process run.
+type RankInfo struct {
+	Rank     int    `json:"rank"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	CPUModel string `json:"cpu_model"`
+	Threads  int    `json:"threads"`
 }
 
 // DeviceInfo names a device and its threads.

@@ -62,6 +62,17 @@ func (e *Environment) validate() error {
 	if e.PeakRSSBytes < 0 {
 		return fmt.Errorf("peak_rss_bytes %d is negative", e.PeakRSSBytes)
 	}
+	if t := e.Transport; t != "" && t != TransportInProcess && t != TransportMPI {
+		return fmt.Errorf("transport %q: want %q or %q", t, TransportInProcess, TransportMPI)
+	}
+	if e.ClockResidualNanos < 0 {
+		return fmt.Errorf("clock_residual_nanos %d is negative", e.ClockResidualNanos)
+	}
+	for i, r := range e.Ranks {
+		if r.Rank != i || r.Threads < 0 {
+			return fmt.Errorf("ranks[%d]: rank %d, threads %d: want rank %d and threads ≥ 0", i, r.Rank, r.Threads, i)
+		}
+	}
 	for i, d := range e.Devices {
 		if d.Threads < 0 {
 			return fmt.Errorf("devices[%d]: threads %d is negative", i, d.Threads)

@@ -26,4 +26,8 @@ type StepResult struct {
 	Nanos   int64   // wall time of the step
 	Loss    float64 // mean over the mini-batch
 	Devices []DeviceStep
+	// startNanos and endNanos are the step's start and end on this
+	// process's tensor clock, which a multi-process run moves onto rank
+	// 0's.
+	startNanos, endNanos int64
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/comm"
 )
 
 // RunOptions are how many steps a run takes and what it measures besides
@@ -19,16 +20,30 @@ type RunOptions struct {
 	// block by block and records an event per block besides the op's
 	// own. It adds a clock read and a record per block.
 	BlockTiming bool
-	// Calibrate measures the backend's transfer path once, before the
-	// first step (see Calibrate); K = 1 runs calibrate too, so that their
-	// records let the predictor cost transfers.
-	Calibrate bool
+	// Calibrate measures the transfer path once, before the first step
+	// (see Calibrate, and CalibrateGroup in a multi-process run); K = 1
+	// runs calibrate too, so that their records let the predictor cost
+	// transfers. Calibration, when set, is a measurement made already
+	// (a K = 1 multi-process run has one process, so its caller measures
+	// the path among the job's processes) and is recorded instead.
+	Calibrate   bool
+	Calibration *profiler.Calibration
+	// Group, when set, makes the run one of several processes: this
+	// process runs device Group.Rank() of Group.Size() = K, every rank
+	// calls Run with the same configuration and options, and rank 0's
+	// Result holds every device's steps on its clock (the others' hold
+	// their own device's). Clock offsets between the ranks are estimated
+	// by ping-pong before and after the run.
+	Group comm.Group
 	// Gate, when set, is called by device d's worker before the i-th op
 	// of its program in every step and returns when that op may start
 	// (or an error, which fails the step). It lets a simulation replay
 	// the order of a predicted timeline, e.g. on the meta backend to read
 	// the memory that order implies.
 	Gate func(ctx context.Context, device, op int) error
+	// Weights keeps the trained parameters of this process's devices in
+	// Result.Weights, by state_dict name, to compare runs by.
+	Weights bool
 }
 
 // Result is a run: its configuration with defaults filled in, the
@@ -51,6 +66,13 @@ type Result struct {
 	// devices' threads together exceed it.
 	Cores          int
 	Oversubscribed bool
+	// Transport is profiler.TransportMPI for a multi-process run (""
+	// in one process) and TransportVersion its library's version; Ranks
+	// describes every process (rank 0 only) and ClockResidualNanos how
+	// far the clock offsets moved during the run.
+	Transport, TransportVersion string
+	Ranks                       []profiler.RankInfo
+	ClockResidualNanos          int64
 	// Calibration is the transfer path's measurement, nil unless the
 	// options asked for it.
 	Calibration *profiler.Calibration
@@ -58,6 +80,9 @@ type Result struct {
 	// convergence; their times do not), Steps the measured ones.
 	Warmup []StepResult
 	Steps  []StepResult
+	// Weights are the trained parameters of this process's devices, with
+	// RunOptions.Weights.
+	Weights map[string][]float32
 }
 
 // Run trains cfg for opts.Warmup warm-up and opts.Steps measured steps
@@ -67,7 +92,7 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 	if opts.Warmup < 0 || opts.Steps < 1 {
 		return nil, fmt.Errorf("run %d warm-up and %d measured steps: need warm-up ≥ 0 and steps ≥ 1", opts.Warmup, opts.Steps)
 	}
-	t, err := NewTrainer(cfg)
+	t, err := newTrainer(cfg, opts.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +113,25 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 	if hp, ok := t.devs[0].(interface{ HugePages() string }); ok {
 		res.HugePages = hp.HugePages()
 	}
-	if opts.Calibrate {
+	g := opts.Group
+	var before []int64
+	if g != nil {
+		res.Transport = profiler.TransportMPI
+		if l, ok := g.(interface{ Library() string }); ok {
+			res.TransportVersion = l.Library()
+		}
+		if before, err = clockOffsets(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case opts.Calibration != nil:
+		res.Calibration = opts.Calibration
+	case opts.Calibrate && g != nil && g.Size() > 1:
+		if res.Calibration, err = CalibrateGroup(ctx, g, t.cfg.Backend, t.cfg.Threads); err != nil {
+			return nil, err
+		}
+	case opts.Calibrate && g == nil:
 		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.Schedule.Devices); err != nil {
 			return nil, err
 		}
@@ -106,6 +149,22 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 			res.Warmup = append(res.Warmup, s)
 		} else {
 			res.Steps = append(res.Steps, s)
+		}
+	}
+	if opts.Weights {
+		res.Weights = t.Params()
+	}
+	if g != nil {
+		after, err := clockOffsets(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		var offsets []int64
+		if g.Rank() == 0 {
+			offsets, res.ClockResidualNanos = meanOffsets(before, after)
+		}
+		if err := gatherRun(ctx, g, res, offsets); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil

@@ -25,8 +25,11 @@ type Trainer struct {
 	loader    *datasets.Loader
 	workers   []*worker
 	devs      []tensor.Device
-	transport *comm.InProcess
-	steps     int
+	transport *comm.InProcess // nil in a multi-process run
+	// group, when set, is the processes of a multi-process run: this
+	// process runs device group.Rank() alone (see RunOptions.Group).
+	group comm.Group
+	steps int
 	// fault, when set (by tests), runs before every op and fails it with
 	// the error it returns.
 	fault func(device int, op schedule.Op) error
@@ -37,7 +40,11 @@ type Trainer struct {
 // NewTrainer opens the devices, partitions the model, places each stage's
 // weights (initialised from cfg.Seed exactly as a single-device model
 // would be) on its device, and builds the schedule's program.
-func NewTrainer(cfg config.Config) (*Trainer, error) {
+func NewTrainer(cfg config.Config) (*Trainer, error) { return newTrainer(cfg, nil) }
+
+// newTrainer is NewTrainer for the devices of this process: all of them,
+// or with group set only device group.Rank().
+func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -53,7 +60,10 @@ func NewTrainer(cfg config.Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, model: model, program: prog}
+	if group != nil && group.Size() != prog.Stages {
+		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", prog.Stages, group.Size())
+	}
+	t := &Trainer{cfg: cfg, model: model, program: prog, group: group}
 	if t.bounds, err = t.partition(prog.Stages); err != nil {
 		return nil, err
 	}
@@ -78,13 +88,13 @@ func NewTrainer(cfg config.Config) (*Trainer, error) {
 // device's op count, plus the blocks of every compute op when blocks is
 // set.
 func (t *Trainer) setRecording(record, blocks bool) {
-	for d, w := range t.workers {
+	for _, w := range t.workers {
 		w.rec, w.blocks = nil, false
 		if !record {
 			continue
 		}
 		w.blocks = blocks
-		w.rec = profiler.NewRecorder(t.eventsPerStep(d, blocks))
+		w.rec = profiler.NewRecorder(t.eventsPerStep(w.k, blocks))
 	}
 }
 
@@ -138,15 +148,27 @@ func (t *Trainer) place() error {
 		return err
 	}
 	defer init.Release()
-	t.transport = comm.NewInProcessTransport(k)
 	coop := t.cfg.Schedule.Name == schedule.Coop
-	for d := 0; d < k; d++ {
+	local := make([]int, k) // the devices this process runs
+	for d := range local {
+		local[d] = d
+	}
+	if t.group != nil {
+		local = []int{t.group.Rank()}
+	} else {
+		t.transport = comm.NewInProcessTransport(k)
+	}
+	for _, d := range local {
 		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
 		if err != nil {
 			return err
 		}
 		t.devs = append(t.devs, dev)
-		w := &worker{t: t, k: d, dev: dev, ep: t.transport.Endpoint(d), ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
+		var ep comm.Endpoint = t.group
+		if t.transport != nil {
+			ep = t.transport.Endpoint(d)
+		}
+		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
 		t.workers = append(t.workers, w)
 		if w.stage, w.flat, err = t.materialize(d, dev, tensor.Weights); err != nil {
 			return err
@@ -196,17 +218,20 @@ func (t *Trainer) shapeOut(k, n int) tensor.Shape {
 func (t *Trainer) last(k int) bool { return k == t.program.Stages-1 }
 
 // Step trains one mini-batch and returns its loss (the mean over the
-// batch) and what each device did.
+// batch) and what each device did. In a multi-process run it is this
+// process's device alone, and its loss that device's part; every process
+// starts the step together, after a barrier.
 func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	step := t.steps
 	batch, err := t.loader.Batch(step)
 	if err != nil {
 		return StepResult{}, err
 	}
-	k := len(t.workers)
-	shard := t.cfg.Batch / k
-	states := make([]*stepState, k)
-	for d, w := range t.workers {
+	n := len(t.workers)
+	shard := t.cfg.Batch / t.program.Stages
+	states := make([]*stepState, n)
+	for i, w := range t.workers {
+		d := w.k
 		w.dev.ResetPeak()
 		s := &stepState{
 			step: step, batch: batch,
@@ -217,23 +242,29 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 		if d == 0 {
 			s.raw = batch.Upload(w.dev, tensor.Boundary, 0, t.cfg.Batch)
 		}
-		if t.cfg.Schedule.Name == schedule.Coop && k > 1 {
+		if t.cfg.Schedule.Name == schedule.Coop && t.program.Stages > 1 {
 			s.shard = batch.Upload(w.dev, tensor.Boundary, d*shard, (d+1)*shard)
 		}
-		states[d] = s
+		states[i] = s
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, k)
+	if t.group != nil {
+		if err := t.group.Barrier(ctx); err != nil {
+			t.releaseStates(states)
+			return StepResult{}, fmt.Errorf("step %d: start: %w", step, err)
+		}
+	}
+	errs := make([]error, n)
 	start := tensor.Nanotime()
 	var wg sync.WaitGroup
-	for d, w := range t.workers {
+	for i, w := range t.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.runStep(ctx, states[d]); err != nil {
-				errs[d] = err
+			if err := w.runStep(ctx, states[i]); err != nil {
+				errs[i] = err
 				cancel() // the others stop at their next op or wait
 			}
 		}()
@@ -248,11 +279,19 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 		}
 		return StepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}
+	if t.group != nil {
+		// The step ends when every device has: only then have peers
+		// received everything this device sent, which the transfer
+		// counters count.
+		if err := t.group.Barrier(ctx); err != nil {
+			return StepResult{}, fmt.Errorf("step %d: end: %w", step, err)
+		}
+	}
 	t.steps++
-	res := StepResult{Step: step, Nanos: end - start, Devices: make([]DeviceStep, k)}
-	for d, w := range t.workers {
-		res.Loss += states[d].loss
-		res.Devices[d] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats(), Events: w.takeEvents(start)}
+	res := StepResult{Step: step, Nanos: end - start, Devices: make([]DeviceStep, n), startNanos: start, endNanos: end}
+	for i, w := range t.workers {
+		res.Loss += states[i].loss
+		res.Devices[i] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats(), Events: w.takeEvents(start)}
 	}
 	return res, nil
 }
@@ -341,4 +380,13 @@ func (t *Trainer) release() {
 		}
 	}
 	t.workers, t.transport = nil, nil
+}
+
+// releaseStates frees the step states of a step that never started.
+func (t *Trainer) releaseStates(states []*stepState) {
+	for i, w := range t.workers {
+		w.step = states[i]
+		w.releaseStep()
+		w.step = nil
+	}
 }

@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/comm"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// A multi-process run (RunOptions.Group) runs one device per process.
+// Every process steps its own device; rank 0 then gathers what the
+// others did and moves their times onto its own clock, so that its
+// Result is the run's as an in-process run's would be.
+
+// rankReport is what one rank sends rank 0 after a run.
+type rankReport struct {
+	Info       profiler.RankInfo
+	DeviceName string
+	HugePages  string
+	Warmup     []rankStep
+	Steps      []rankStep
+}
+
+// rankStep is one step of one rank's device: its start and end on the
+// rank's clock, the loss it computed, and its device's step.
+type rankStep struct {
+	Step       int
+	Start, End int64
+	Loss       float64
+	Memory     tensor.MemStats
+	Comm       comm.Stats
+	Events     []profiler.Event
+}
+
+// rankInfo describes this process for the record.
+func rankInfo(g comm.Group, threads int) profiler.RankInfo {
+	host, _ := os.Hostname()
+	if h, ok := g.(interface{ Host() string }); ok && h.Host() != "" {
+		host = h.Host()
+	}
+	return profiler.RankInfo{Rank: g.Rank(), Host: host, PID: os.Getpid(), CPUModel: profiler.CPUModel(), Threads: threads}
+}
+
+func reportSteps(steps []StepResult) []rankStep {
+	out := make([]rankStep, len(steps))
+	for i, s := range steps {
+		d := s.Devices[0]
+		out[i] = rankStep{Step: s.Step, Start: s.startNanos, End: s.endNanos, Loss: s.Loss, Memory: d.Memory, Comm: d.Comm, Events: d.Events}
+	}
+	return out
+}
+
+// gatherRun sends every rank's steps to rank 0, which replaces res's
+// steps (its own device's) with the whole run's: each step from the
+// earliest start to the latest end of any rank, every rank's events on
+// that axis, the losses summed. offsets are each rank's clock minus rank
+// 0's (rank 0 only). Other ranks keep their own device's steps.
+func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) error {
+	rep := rankReport{Info: rankInfo(g, res.Config.Threads), HugePages: res.HugePages,
+		Warmup: reportSteps(res.Warmup), Steps: reportSteps(res.Steps)}
+	if len(res.DeviceNames) > 0 {
+		rep.DeviceName = res.DeviceNames[0]
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("gather the run: %w", err)
+	}
+	all, err := g.Gather(ctx, 0, b)
+	if err != nil {
+		return fmt.Errorf("gather the run: %w", err)
+	}
+	if g.Rank() != 0 {
+		return nil
+	}
+	reps := make([]rankReport, len(all))
+	for r, b := range all {
+		if err := json.Unmarshal(b, &reps[r]); err != nil {
+			return fmt.Errorf("gather the run: rank %d's report: %w", r, err)
+		}
+		if len(reps[r].Steps) != len(res.Steps) || len(reps[r].Warmup) != len(res.Warmup) {
+			return fmt.Errorf("gather the run: rank %d ran %d+%d steps, rank 0 %d+%d",
+				r, len(reps[r].Warmup), len(reps[r].Steps), len(res.Warmup), len(res.Steps))
+		}
+	}
+	res.DeviceNames, res.Ranks = nil, nil
+	for _, rep := range reps {
+		res.DeviceNames = append(res.DeviceNames, rep.DeviceName)
+		res.Ranks = append(res.Ranks, rep.Info)
+	}
+	res.Warmup = mergeSteps(reps, offsets, func(r rankReport) []rankStep { return r.Warmup })
+	res.Steps = mergeSteps(reps, offsets, func(r rankReport) []rankStep { return r.Steps })
+	return nil
+}
+
+// mergeSteps puts the ranks' steps onto rank 0's clock.
+func mergeSteps(reps []rankReport, offsets []int64, steps func(rankReport) []rankStep) []StepResult {
+	n := len(steps(reps[0]))
+	out := make([]StepResult, n)
+	for i := range n {
+		var start, end int64
+		for r, rep := range reps {
+			s := steps(rep)[i]
+			s0, s1 := s.Start-offsets[r], s.End-offsets[r]
+			if r == 0 || s0 < start {
+				start = s0
+			}
+			end = max(end, s1)
+		}
+		res := StepResult{Step: steps(reps[0])[i].Step, Nanos: end - start, Devices: make([]DeviceStep, len(reps)), startNanos: start, endNanos: end}
+		for r, rep := range reps {
+			s := steps(rep)[i]
+			shift := s.Start - offsets[r] - start
+			evs := make([]profiler.Event, len(s.Events))
+			for j, e := range s.Events {
+				e.StartNanos += shift
+				e.EndNanos += shift
+				evs[j] = e
+			}
+			res.Loss += s.Loss
+			res.Devices[r] = DeviceStep{Events: evs, Memory: s.Memory, Comm: s.Comm}
+		}
+		out[i] = res
+	}
+	return out
+}
