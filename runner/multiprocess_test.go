@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +149,49 @@ func stepLosses(r *Result) []float64 {
 		out = append(out, s.Loss)
 	}
 	return out
+}
+
+// TestWatchdogCatchesAStoppedRank stops one rank mid-step (its next op
+// waits for ever, as a process stopped with SIGSTOP would) and checks
+// that the other's watchdog stops its run within the timeout, naming
+// where its device waits.
+func TestWatchdogCatchesAStoppedRank(t *testing.T) {
+	ctx := watch(t, time.Minute)
+	cfg := config.Config{Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 8, Threads: 1, Balance: config.BalanceMACs,
+		Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2}}
+	groups := comm.NewInProcessGroups(2)
+	stopped := make(chan struct{})
+	errs := make([]error, 2)
+	took := make([]time.Duration, 2)
+	var wg sync.WaitGroup
+	for r, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := RunOptions{Warmup: 1, Steps: 2, Group: g, Timeout: 300 * time.Millisecond}
+			if r == 1 {
+				// Rank 1 stops for good before its first op; only
+				// the end of rank 0's run releases it.
+				opts.Timeout = 0
+				opts.fault = func(_ int, op schedule.Op) error {
+					<-stopped
+					return context.Canceled
+				}
+			}
+			start := time.Now()
+			_, errs[r] = Run(ctx, cfg, opts)
+			took[r] = time.Since(start)
+			if r == 0 {
+				close(stopped)
+			}
+		}()
+	}
+	wg.Wait()
+	if !errors.Is(errs[0], ErrStalled) {
+		t.Fatalf("rank 0: got %v, want ErrStalled", errs[0])
+	}
+	if !strings.Contains(errs[0].Error(), "device 0 at step 0") || took[0] > 10*time.Second {
+		t.Errorf("rank 0 after %v: %v; want its position within seconds", took[0], errs[0])
+	}
+	t.Logf("rank 0 after %v: %v", took[0].Round(time.Millisecond), errs[0])
 }

@@ -2,13 +2,16 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
+	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // RunOptions are how many steps a run takes and what it measures besides
@@ -44,6 +47,17 @@ type RunOptions struct {
 	// Weights keeps the trained parameters of this process's devices in
 	// Result.Weights, by state_dict name, to compare runs by.
 	Weights bool
+	// Timeout, when positive, is the watchdog's: a run in which no local
+	// device starts an op (or passes a step's barrier, the clock
+	// ping-pong or the calibration) for that long stops with ErrStalled
+	// and every local device's position in its program. It catches a
+	// peer process that stopped; a run that merely takes long keeps
+	// moving.
+	Timeout time.Duration
+
+	// fault, when set (by tests), runs before every op of every local
+	// device and fails it with the error it returns.
+	fault func(device int, op schedule.Op) error
 }
 
 // Result is a run: its configuration with defaults filled in, the
@@ -97,6 +111,19 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 		return nil, err
 	}
 	defer t.Close()
+	t.fault = opts.fault
+	ctx, stop := t.watchdog(ctx, opts.Timeout)
+	defer stop()
+	res, err := run(ctx, t, opts)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrStalled) {
+		return nil, fmt.Errorf("%v: %w", t.cfg, cause)
+	}
+	return res, err
+}
+
+// run is Run's work on an open trainer, under the watchdog's context.
+func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
+	var err error
 	t.setRecording(true, opts.BlockTiming)
 	t.gate = opts.Gate
 	res := &Result{
@@ -123,6 +150,7 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 		if before, err = clockOffsets(ctx, g); err != nil {
 			return nil, err
 		}
+		t.alive()
 	}
 	switch {
 	case opts.Calibration != nil:
@@ -136,6 +164,7 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 			return nil, err
 		}
 	}
+	t.alive()
 	if t.cfg.Schedule.Devices == 1 {
 		release := reserveProcs(max(t.cfg.Threads, 1))
 		defer release()
@@ -151,6 +180,7 @@ func Run(ctx context.Context, cfg config.Config, opts RunOptions) (*Result, erro
 			res.Steps = append(res.Steps, s)
 		}
 	}
+	t.alive()
 	if opts.Weights {
 		res.Weights = t.Params()
 	}

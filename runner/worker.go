@@ -36,6 +36,8 @@ type worker struct {
 	blocks bool
 
 	step *stepState
+	// progress is where the worker is in its program, for the watchdog.
+	progress progress
 }
 
 // stepState is what a device holds during one step, keyed by micro-batch
@@ -84,6 +86,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		w.progress.at(s.step, i)
 		if w.t.gate != nil {
 			if err := w.t.gate(ctx, w.k, i); err != nil {
 				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)

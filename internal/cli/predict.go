@@ -67,8 +67,11 @@ holds: its model, input size, classes, width, backend and threads, and the
 batches, device counts, micro-batch counts, schedules and options it
 measured. Give new values to forecast new configurations, such as
 --devices 2,4,8 from single-device runs. A model, input size, classes,
-width, backend or thread count the data has no measured runs of cannot be
-forecast: predict refuses it (exit status 2) and lists what the data holds.
+width, backend, thread count or transport the data has no measured runs
+of cannot be forecast: predict refuses it (exit status 2) and lists what
+the data holds. Runs of one process per device over MPI (profile
+--transport mpi) are fitted apart from in-process runs, and forecast runs
+of their own transport: --transport mpi picks them.
 It refuses too, naming two of them, data whose runs of one workload were
 measured with tensors on huge pages and without (the records' huge_pages):
 their step times differ by 10–20 %, and one fit would forecast neither.
@@ -124,6 +127,7 @@ draws forecast against measured step times.`,
 	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
+	f.StringVar(&opts.Transport, "transport", "", "transport the forecasts are of, inprocess or mpi: data of that transport only (default: the data's)")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace of the predicted runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the predicted runs to this file")
@@ -141,7 +145,7 @@ draws forecast against measured step times.`,
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
 var predictConfigFlags = []string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
-	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "out", "trace", "pprof"}
+	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "transport", "out", "trace", "pprof"}
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -228,6 +232,9 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	}
 	if o.Backend != "" {
 		s.Backend = o.Backend
+	}
+	if o.Transport != "" {
+		s.Transport = o.Transport
 	}
 	return s
 }

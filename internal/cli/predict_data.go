@@ -34,6 +34,8 @@ func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error
 			func(int) string { return fmt.Sprint(o.Threads) }},
 		{"backend", min(len(o.Backend), 1), func(k predictor.Key, _ int) bool { return o.Backend == k.Backend },
 			func(int) string { return o.Backend }},
+		{"transport", min(len(o.Transport), 1), func(k predictor.Key, _ int) bool { return predictor.KeyTransport(o.Transport) == k.Transport },
+			func(int) string { return o.Transport }},
 	}
 	keys := dataKeys(recs)
 	used := make([][]bool, len(filters))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +31,9 @@ type ProfileOptions struct {
 
 	Steps  int
 	Warmup int
+	// Timeout is the watchdog's: a run none of whose devices moves on for
+	// that long stops, saying where each device waits (0: off).
+	Timeout time.Duration
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -116,6 +121,8 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Dataset, "dataset", "synthetic", "training data: synthetic, synthetic:N, cifar10:DIR or mnist:DIR")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, the data order and dropout")
 	f.StringVar(&opts.Backend, "backend", "cpu", "compute backend (see pipecast version)")
+	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
+	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace (chrome://tracing, Perfetto) of the sweep's runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the sweep's runs to this file")
@@ -130,6 +137,9 @@ run. Progress is shown on standard error when it is a terminal.`,
 func (o *ProfileOptions) validate() error {
 	if err := o.Sweep.Check(); err != nil {
 		return sweepError(err, nil)
+	}
+	if err := checkTransport(o.Transport, o.Timeout); err != nil {
+		return err
 	}
 	switch {
 	case o.Steps < 1:
@@ -154,38 +164,63 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	if err := checkDatasets(cfgs); err != nil {
 		return err
 	}
+	sr, err := newSweepRunner(opts.Transport, cfgs)
+	if err != nil {
+		return err
+	}
+	runErr := profileSweep(ctx, opts, sr, cfgs, notes)
+	if err := sr.close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// profileSweep runs the configurations on sr; only the root process
+// (the only one in process) prints, writes records and exports.
+func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfgs []config.Config, notes []string) error {
+	errOut := opts.IO.ErrOut
+	if !sr.root() {
+		errOut = io.Discard
+	}
 	for _, n := range notes {
-		fmt.Fprintln(opts.IO.ErrOut, "pipecast: "+n)
+		fmt.Fprintln(errOut, "pipecast: "+n)
 	}
 	var dataset string
-	if opts.Out != "" {
+	if opts.Out != "" && sr.root() {
 		dataset = filepath.Join(opts.Out, "runs.jsonl")
 	}
-	prog := newSweepProgress(opts.IO.ErrOut, len(cfgs))
+	prog := newSweepProgress(errOut, len(cfgs))
 	// The runs ignore the interrupt: Ctrl-C stops the sweep between runs,
 	// so that no record is left half made.
 	runCtx := context.WithoutCancel(ctx)
 	var recs []profiler.Record
 	var runErr error
 	for i, cfg := range cfgs {
-		if ctx.Err() != nil {
+		goOn, err := sr.proceed(runCtx, ctx.Err() == nil)
+		if err != nil {
+			runErr = err
+			break
+		}
+		if !goOn {
 			runErr = errInterrupted
 			break
 		}
 		prog.start(cfg.String())
-		res, err := runner.Run(runCtx, cfg, runner.RunOptions{Warmup: opts.Warmup, Steps: opts.Steps, BlockTiming: true, Calibrate: true})
+		rec, err := sr.run(runCtx, cfg, runner.RunOptions{Warmup: opts.Warmup, Steps: opts.Steps, BlockTiming: true, Calibrate: true, Timeout: opts.Timeout})
 		if err != nil {
 			runErr = fmt.Errorf("run %d of %d (%s): %w", i+1, len(cfgs), cfg, err)
 			break
 		}
-		rec := res.Record()
+		if rec == nil {
+			continue // another process keeps the records
+		}
 		if dataset != "" {
-			if err := profiler.Append(dataset, rec); err != nil {
+			if err := profiler.Append(dataset, *rec); err != nil {
 				runErr = err
 				break
 			}
 		}
-		recs = append(recs, rec)
+		recs = append(recs, *rec)
 		prog.done()
 	}
 	prog.finish(runErr != nil)

@@ -51,8 +51,8 @@ func TestNewCmdProfileFlags(t *testing.T) {
 				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
 					Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
 					Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
-					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu"},
-				Steps: 5, Warmup: 1,
+					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu", Transport: "inprocess"},
+				Steps: 5, Warmup: 1, Timeout: 10 * time.Minute,
 			}
 			if !reflect.DeepEqual(*o, want) {
 				t.Errorf("got %+v\nwant %+v", *o, want)
@@ -87,6 +87,8 @@ func TestNewCmdProfileFlags(t *testing.T) {
 		{name: "negative warm-up", args: []string{"--warmup", "-1"}, wantUsage: "--warmup -1: cannot be negative"},
 		{name: "negative threads", args: []string{"--threads", "-1"}, wantUsage: "--threads -1"},
 		{name: "unknown backend", args: []string{"--backend", "tpu"}, wantUsage: `--backend "tpu": not compiled in`},
+		{name: "unknown transport", args: []string{"--transport", "tcp"}, wantUsage: `--transport "tcp": unknown transport`},
+		{name: "negative timeout", args: []string{"--timeout", "-1s"}, wantUsage: "--timeout -1s: cannot be negative"},
 		{name: "malformed list", args: []string{"--devices", "1,two"}, wantUsage: "invalid argument"},
 		{name: "text output", args: []string{"--output", "text"}, wantUsage: `unknown format "text"`},
 		{name: "argument", args: []string{"mlp"}, wantUsage: `accepts no arguments, got "mlp"`},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,7 @@ func NewCmdVersion(streams *IOStreams, runF func(*VersionOptions) error) *cobra.
 		Use:   "version",
 		Short: "Print the version, build and available backends",
 		Long: `Print pipecast's version, the VCS revision it was built from, the Go
-version, the platform and the compute backends compiled in.`,
+version, the platform and the compute backends and transports compiled in.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -73,6 +74,8 @@ type versionInfo struct {
 	Arch      string        `json:"arch"`
 	CPUs      int           `json:"cpus"`
 	Backends  []backendInfo `json:"backends"`
+	// Transports are the ways devices can move data in this build.
+	Transports []string `json:"transports"`
 }
 
 type vcsInfo struct {
@@ -115,6 +118,7 @@ func versionRun(opts *VersionOptions) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", label, b.Name, b.Description)
 	}
+	fmt.Fprintf(w, "transports:\t%s\n", strings.Join(info.Transports, ", "))
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("write version: %w", err)
 	}
@@ -126,12 +130,13 @@ func versionRun(opts *VersionOptions) error {
 // value and build information.
 func collectVersion(opts *VersionOptions) versionInfo {
 	info := versionInfo{
-		Version:   buildinfo.VersionFrom(opts.LinkedVersion, opts.ReadBuildInfo),
-		GoVersion: runtime.Version(),
-		OS:        runtime.GOOS,
-		Arch:      runtime.GOARCH,
-		CPUs:      runtime.NumCPU(),
-		Backends:  []backendInfo{},
+		Version:    buildinfo.VersionFrom(opts.LinkedVersion, opts.ReadBuildInfo),
+		GoVersion:  runtime.Version(),
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		CPUs:       runtime.NumCPU(),
+		Backends:   []backendInfo{},
+		Transports: transports(),
 	}
 	if rev := buildinfo.RevisionFrom(opts.ReadBuildInfo); rev != "" {
 		bi, _ := opts.ReadBuildInfo()
