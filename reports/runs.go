@@ -46,8 +46,42 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Footnotes = runsFootnotes(predicted, over, opts.Footnotes)
+	t.Footnotes = runsFootnotes(predicted, over, append(transportNotes(recs), opts.Footnotes...))
 	return t
+}
+
+// transportNotes say, for runs of one process per device, over what and
+// on which hosts they ran and how well their clocks were aligned (the
+// largest residual of the runs): one note per transport version and list
+// of hosts.
+func transportNotes(recs []profiler.Record) []string {
+	var heads []string
+	residual := map[string]int64{}
+	for i := range recs {
+		env := &recs[i].Env
+		if profiler.TransportOf(env) == profiler.TransportInProcess {
+			continue
+		}
+		var hosts []string
+		for _, r := range env.Ranks {
+			if !slices.Contains(hosts, r.Host) {
+				hosts = append(hosts, r.Host)
+			}
+		}
+		h := fmt.Sprintf("One process per device over %s (%s) on %d host(s) %v", env.Transport, env.TransportVersion, len(hosts), hosts)
+		if _, ok := residual[h]; !ok {
+			heads = append(heads, h)
+		}
+		residual[h] = max(residual[h], env.ClockResidualNanos)
+	}
+	notes := make([]string, len(heads))
+	for i, h := range heads {
+		notes[i] = h + "."
+		if r := residual[h]; r > 0 {
+			notes[i] = h + "; the ranks' clock offsets moved by up to " + FormatNanos(r) + " during a run."
+		}
+	}
+	return notes
 }
 
 // runsColumns returns the columns of the runs table, with the predicted
