@@ -20,6 +20,10 @@ import (
 // stripped (the records keep their per-block times in "blocks").
 const validationData = "testdata/validation_runs.jsonl"
 
+// mpiValidationData is the same configurations measured as one process
+// per device over MPI (TestGenerateMPIValidationDataset, mpi build tag).
+const mpiValidationData = "testdata/mpi_validation_runs.jsonl"
+
 // generateEnv names the environment variable that makes
 // TestGenerateValidationDataset measure the whole dataset again and
 // rewrite validationData. Measuring it takes a few minutes on two cores

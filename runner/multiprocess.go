@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
@@ -18,7 +19,11 @@ import (
 
 // rankReport is what one rank sends rank 0 after a run.
 type rankReport struct {
-	Info       profiler.RankInfo
+	Info profiler.RankInfo
+	// CPUs are the CPUs the rank may run on (nil: unknown; then Cores,
+	// its count of them, stands alone).
+	CPUs       []int
+	Cores      int
 	DeviceName string
 	HugePages  string
 	Warmup     []rankStep
@@ -60,7 +65,7 @@ func reportSteps(steps []StepResult) []rankStep {
 // that axis, the losses summed. offsets are each rank's clock minus rank
 // 0's (rank 0 only). Other ranks keep their own device's steps.
 func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) error {
-	rep := rankReport{Info: rankInfo(g, res.Config.Threads), HugePages: res.HugePages,
+	rep := rankReport{Info: rankInfo(g, res.Config.Threads), CPUs: processCPUs(), Cores: runtime.NumCPU(), HugePages: res.HugePages,
 		Warmup: reportSteps(res.Warmup), Steps: reportSteps(res.Steps)}
 	if len(res.DeviceNames) > 0 {
 		rep.DeviceName = res.DeviceNames[0]
@@ -91,6 +96,7 @@ func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) 
 		res.DeviceNames = append(res.DeviceNames, rep.DeviceName)
 		res.Ranks = append(res.Ranks, rep.Info)
 	}
+	res.Cores, res.Oversubscribed = hostCores(reps)
 	res.Warmup = mergeSteps(reps, offsets, func(r rankReport) []rankStep { return r.Warmup })
 	res.Steps = mergeSteps(reps, offsets, func(r rankReport) []rankStep { return r.Steps })
 	return nil
@@ -126,4 +132,41 @@ func mergeSteps(reps []rankReport, offsets []int64, steps func(rankReport) []ran
 		out[i] = res
 	}
 	return out
+}
+
+// hostCores returns the cores the ranks could run on, summed over their
+// hosts (on each host the union of its ranks' CPUs), and whether any
+// host's ranks ask for more threads than that host's ranks have CPUs:
+// mpirun binding each of two ranks to a core of its own is not
+// oversubscribed, two ranks of two threads sharing two cores is.
+func hostCores(reps []rankReport) (cores int, oversubscribed bool) {
+	type host struct {
+		cpus    map[int]bool
+		counted int // cores of ranks that did not list their CPUs
+		threads int
+	}
+	hosts := map[string]*host{}
+	var order []string
+	for _, r := range reps {
+		h, ok := hosts[r.Info.Host]
+		if !ok {
+			h = &host{cpus: map[int]bool{}}
+			hosts[r.Info.Host] = h
+			order = append(order, r.Info.Host)
+		}
+		h.threads += r.Info.Threads
+		if r.CPUs == nil {
+			h.counted = max(h.counted, r.Cores)
+		}
+		for _, c := range r.CPUs {
+			h.cpus[c] = true
+		}
+	}
+	for _, name := range order {
+		h := hosts[name]
+		n := max(len(h.cpus), h.counted)
+		cores += n
+		oversubscribed = oversubscribed || h.threads > n
+	}
+	return cores, oversubscribed
 }

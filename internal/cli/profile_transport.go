@@ -103,6 +103,9 @@ func (m *mpiSweep) run(ctx context.Context, cfg config.Config, opts runner.RunOp
 			return nil, fmt.Errorf("rank %d: %w", m.world.Rank(), err)
 		}
 		if m.world.Rank() == 0 {
+			if res.TransportVersion == "" {
+				res.TransportVersion = strings.TrimSpace(m.world.Library())
+			}
 			r := res.Record()
 			rec = &r
 		}
