@@ -169,6 +169,11 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 		return err
 	}
 	runErr := profileSweep(ctx, opts, sr, cfgs, notes)
+	if runErr != nil && opts.Transport == profiler.TransportMPI {
+		// Finalizing would wait for the ranks that failed or stopped; a
+		// rank that exits without it makes mpirun end the whole job.
+		return runErr
+	}
 	if err := sr.close(); err != nil && runErr == nil {
 		runErr = err
 	}
