@@ -62,6 +62,13 @@ func TestMultiProcessEqualsInProcess(t *testing.T) {
 	if !testing.Short() {
 		loads = append(loads, workload{"resnet50", models.Config{Width: 0.25, Image: 32}, 12})
 	}
+	// Every rank takes rank 0's partition: balanced by time, ranks that
+	// measured their own would disagree and fail on the first transfer.
+	timed := config.Config{Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 12, Seed: 3, Threads: 1, Balance: config.BalanceTime,
+		Schedule: schedule.Options{Name: schedule.Coop, Devices: 3, Micro: 2, Prefetch: 1}}
+	if _, err := runGroups(ctx, timed, RunOptions{Steps: 1}, comm.NewInProcessGroups(3)); err != nil {
+		t.Errorf("%s: %v", timed.String(), err)
+	}
 	for _, w := range loads {
 		for _, k := range []int{2, 3} {
 			for _, o := range []schedule.Options{

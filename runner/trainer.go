@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 
 	"github.com/pipecast/pipecast/config"
@@ -64,7 +66,7 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", prog.Stages, group.Size())
 	}
 	t := &Trainer{cfg: cfg, model: model, program: prog, group: group}
-	if t.bounds, err = t.partition(prog.Stages); err != nil {
+	if t.bounds, err = t.sharedPartition(prog.Stages); err != nil {
 		return nil, err
 	}
 	ds, err := datasets.Open(cfg.Dataset, model.Input, model.Config.Classes, cfg.Seed)
@@ -111,6 +113,36 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 		}
 	}
 	return n
+}
+
+// sharedPartition is partition on every device of the run: in a
+// multi-process run rank 0 partitions (a partition by measured time
+// would differ from rank to rank) and every rank takes its bounds.
+func (t *Trainer) sharedPartition(stages int) ([]int, error) {
+	if t.group == nil {
+		return t.partition(stages)
+	}
+	var msg []byte
+	if t.group.Rank() == 0 {
+		bounds, err := t.partition(stages)
+		if err != nil {
+			msg = []byte("error: " + err.Error())
+		} else if msg, err = json.Marshal(bounds); err != nil {
+			return nil, err
+		}
+	}
+	msg, err := t.group.Broadcast(context.Background(), 0, msg)
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	if text, failed := strings.CutPrefix(string(msg), "error: "); failed {
+		return nil, fmt.Errorf("partition on rank 0: %s", text)
+	}
+	var bounds []int
+	if err := json.Unmarshal(msg, &bounds); err != nil {
+		return nil, fmt.Errorf("partition from rank 0: %w", err)
+	}
+	return bounds, nil
 }
 
 // partition splits the model's blocks into stages: the configured

@@ -12,6 +12,12 @@
 #   scripts/mpi-bench.sh             # one run of each, about 10 seconds
 #   RUNS=3 scripts/mpi-bench.sh      # the median of three
 #   PAGES=4k scripts/mpi-bench.sh
+#   PROFILE=0 scripts/mpi-bench.sh   # the ping-pong alone
+#
+# Then, unless PROFILE=0, it runs the default `pipecast profile` (ResNet-50
+# at width 0.25, 32×32, batch 16, 2 devices, gpipe and coop) in one process
+# and as two processes under mpirun (--transport mpi), alternating, and
+# prints each schedule's median step time both ways.
 #
 # Needs Open MPI's mpicc and mpirun (Debian: libopenmpi-dev, openmpi-bin).
 set -euo pipefail
@@ -24,7 +30,7 @@ for tool in mpicc mpirun go; do
 done
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'status=$?; if [ $status != 0 ] && [ -s "$tmp/err" ]; then cat "$tmp/err" >&2; fi; rm -rf "$tmp"' EXIT
 mpicc -O2 -o "$tmp/pingpong" scripts/pingpong.c
 go build -tags mpi -o "$tmp/mpibench" ./cmd/mpibench
 
@@ -90,3 +96,44 @@ END {
 	print ""
 	print "ratio: pipecast'\''s bandwidth over C'\''s (1 = as fast)"
 }' "$tmp"/c.* "$tmp"/go.*
+
+if [ "${PROFILE:-1}" = 0 ]; then
+	exit 0
+fi
+go build -tags mpi -o "$tmp/pipecast" ./cmd/pipecast
+for ((i = 1; i <= runs; i++)); do
+	if ((i % 2)); then
+		"$tmp/pipecast" profile --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
+		"${launch[@]}" "$tmp/pipecast" profile --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
+	else
+		"${launch[@]}" "$tmp/pipecast" profile --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
+		"$tmp/pipecast" profile --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
+	fi
+done
+echo
+echo "default pipecast profile, median step of each run's 5, median over $runs run(s):"
+awk -F, '
+function median(key,    n, i, j, v, t) {
+	n = split(vals[key], v, " ")
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+			t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+		}
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+FNR == 1 { for (c = 1; c <= NF; c++) col[$c] = c; next }
+{
+	side = FILENAME ~ /\/mpi\.[0-9]+$/ ? "mpi" : "in"
+	s = $col["schedule"]
+	if (!(s in seen)) { seen[s] = 1; scheds[++n] = s }
+	vals[side, s] = vals[side, s] " " $col["step_nanos_median"]
+}
+END {
+	printf "%-10s %16s %16s %8s\n", "schedule", "in-process ms", "mpi ms", "ratio"
+	for (i = 1; i <= n; i++) {
+		s = scheds[i]; a = median("in" SUBSEP s) / 1e6; b = median("mpi" SUBSEP s) / 1e6
+		printf "%-10s %16.2f %16.2f %8.2f\n", s, a, b, b / a
+	}
+	print ""
+	print "ratio: the MPI run'\''s step time over the in-process one'\''s (below 1: MPI faster)"
+}' "$tmp"/inproc.* "$tmp"/mpi.*
