@@ -39,29 +39,15 @@
 // equal the bytes received. Close ends every wait and releases what was
 // never received.
 //
-// # A multi-process transport
+// # Processes: Group and World
 //
-// An MPI endpoint (one process per device) implements the same calls:
-//
-//   - Rank and Size are MPI_Comm_rank and MPI_Comm_size of its
-//     communicator.
-//   - Send downloads the tensor into a pinned host buffer (or passes a
-//     device pointer to a CUDA-aware MPI), starts MPI_Isend with the Tag
-//     packed into an MPI tag (step, kind, stage, micro), keeps the request
-//     and the tensor's reference, and releases both when MPI_Test reports
-//     completion; it still never blocks. MPI matches on (source, tag,
-//     communicator) and does not reorder messages with equal source and
-//     tag: the matching rule above.
-//   - Recv probes with MPI_Improbe for (from, tag), checks the element
-//     count with MPI_Get_count, receives with MPI_Imrecv into a host
-//     buffer and uploads it into dst; it polls MPI_Test between checks of
-//     ctx.Done, so that cancellation ends the wait (MPI_Cancel on the
-//     request).
-//   - AllGather first exchanges a small header per rank (kind, tag, element
-//     count, 0 for nothing) with MPI_Allgather, which detects mismatches,
-//     then moves the data with MPI_Iallgatherv using those counts.
-//     AllToAll does the same with MPI_Alltoall of the counts and
-//     MPI_Ialltoallv. Both poll as Recv does.
-//   - Bytes are counted when a request completes; a failed rank calls
-//     MPI_Abort, so that no peer waits forever.
+// A multi-process run needs more of its transport than transfers: a
+// Group adds barriers, gathering and broadcasting bytes and small control
+// messages, and a World (every process of a job) splits off the group of
+// a run's first K ranks. NewInProcessGroups gives goroutines Groups over
+// one in-process transport, so that the multi-process code path runs and
+// is tested without MPI; package runner/comm/mpi (build tag mpi) is the
+// Open MPI transport, one process per device, and its package doc says
+// how it maps tags, polls and counts. Package commtest is the one suite
+// every transport passes.
 package comm
