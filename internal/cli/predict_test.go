@@ -254,6 +254,7 @@ func TestPredictRefusesWhatTheDataLacks(t *testing.T) {
 		{name: "another width", args: []string{"--width", "0.25,0.5"}, wantErr: "--width 0.5"},
 		{name: "another thread count", args: []string{"--threads", "4"}, wantErr: "--threads 4"},
 		{name: "another backend", args: []string{"--backend", "cuda"}, wantErr: "--backend cuda"},
+		{name: "another transport", args: []string{"--transport", "mpi"}, wantErr: "--transport mpi"},
 		{name: "more devices than blocks", args: []string{"--devices", "9"}, wantErr: "--devices 9: mlp has"},
 	}
 	for _, tc := range tests {
