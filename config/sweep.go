@@ -169,7 +169,7 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 								notes = append(notes, n)
 							}
 							continue
-						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages):
+						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads):
 							// The value is at fault whatever it combines with.
 							return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
 						case err != nil:

@@ -26,6 +26,7 @@ const (
 	RuleShards                // coop: the batch splits into K equal shards
 	RuleBalance               // the balance is one the partitioner knows
 	RuleTransport             // the transport is one the runner knows
+	RuleThreads               // the devices' threads fit what the Go runtime and the system allow
 )
 
 // Misfit reports whether the rule is one a sweep's combination of values
@@ -41,8 +42,8 @@ type InvalidError struct {
 	// records and on the command line ("devices", "image"), and Value its
 	// value.
 	Field, Value string
-	// Reason is the whole message; for RuleImage and RuleStages it is
-	// about the value and does not repeat the field.
+	// Reason is the whole message; for RuleImage, RuleStages and
+	// RuleThreads it is about the value and does not repeat the field.
 	Reason string
 	// Err is the underlying error, if any.
 	Err error
@@ -79,6 +80,11 @@ func (c Config) Validate() error {
 		return invalid(RuleCounts, "microbatches", s.Micro, "microbatches %d: need at least 1", s.Micro)
 	case c.Threads < 1:
 		return invalid(RuleCounts, "threads", c.Threads, "threads %d: need at least 1", c.Threads)
+	}
+	if n, limit := s.Devices*c.Threads, MaxThreads(); n > limit {
+		return invalid(RuleThreads, "threads", c.Threads,
+			"%d devices of %d threads need %d OS threads, more than the %d a process may run (the Go runtime's limit less room for its own, or the system's)",
+			s.Devices, c.Threads, n, limit)
 	}
 	m, err := describe(c.Model, c.ModelConfig)
 	if err != nil {

@@ -187,7 +187,18 @@ func (b *Batch) Upload(dev tensor.Device, cat tensor.Category, lo, hi int) *tens
 	b.checkRange("upload", lo, hi)
 	n := b.Shape.Numel()
 	shape := append(tensor.Shape{hi - lo}, b.Shape...)
+	if b.X == nil {
+		return dev.Alloc(cat, shape...) // a ShapeBatch: zeros
+	}
 	return tensor.FromHost(dev, cat, shape, b.X[lo*n:hi*n])
+}
+
+// ShapeBatch returns a batch of size samples of shape that holds no
+// values: Upload allocates zeros, every label is 0. It is what a device
+// that holds no values (the meta backend) trains on, so that checking a
+// configuration of huge inputs reads no data and allocates none.
+func ShapeBatch(step, size int, shape tensor.Shape) *Batch {
+	return &Batch{Step: step, Labels: make([]int32, size), Indices: make([]int, size), Shape: shape.Clone()}
 }
 
 // LabelsRange returns the labels of samples [lo, hi). The slice shares the

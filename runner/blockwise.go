@@ -55,6 +55,7 @@ func (w *worker) forwardBlocks(op schedule.Op, layer *models.Sequential, first i
 	step := w.step.step
 	h := x
 	for i, c := range layer.Layers {
+		w.block = first + i
 		start := w.dev.Now()
 		y, ctx := c.Layer.Forward(p, h)
 		end := w.dev.Now()
@@ -81,6 +82,7 @@ func (w *worker) backwardBlocks(op schedule.Op, layer *models.Sequential, first 
 	d := dy
 	last := len(layer.Layers) - 1
 	for i := last; i >= 0; i-- {
+		w.block = first + i
 		start := w.dev.Now()
 		dx := layer.Layers[i].Layer.Backward(p, bc.ctxs[i], d)
 		end := w.dev.Now()

@@ -24,6 +24,11 @@ const metaWarmup = 1
 // when not nil, orders the ops as RunOptions.Gate does. It is how the
 // predictor reads a configuration's memory without training.
 func MetaStep(ctx context.Context, cfg config.Config, gate func(ctx context.Context, device, op int) error) ([]DeviceStep, error) {
+	return metaStep(ctx, cfg, RunOptions{Warmup: metaWarmup, Steps: 1, Gate: gate})
+}
+
+// metaStep is MetaStep with the run's options given.
+func metaStep(ctx context.Context, cfg config.Config, opts RunOptions) ([]DeviceStep, error) {
 	mc := cfg
 	mc.Backend = meta.BackendName // with the run's threads: they decide the convolutions' scratch
 	// The data's values cannot change an allocation; a synthetic set
@@ -31,7 +36,7 @@ func MetaStep(ctx context.Context, cfg config.Config, gate func(ctx context.Cont
 	mc.Dataset = "synthetic"
 	mc.ModelConfig.Sizes = slices.Clone(cfg.ModelConfig.Sizes)
 	mc.Bounds = slices.Clone(cfg.Bounds)
-	res, err := Run(ctx, mc, RunOptions{Warmup: metaWarmup, Steps: 1, Gate: gate})
+	res, err := Run(ctx, mc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("memory of %s on the meta backend: %w", cfg.Model, err)
 	}

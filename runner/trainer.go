@@ -255,8 +255,11 @@ func (t *Trainer) last(k int) bool { return k == t.program.Stages-1 }
 // starts the step together, after a barrier.
 func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	step := t.steps
-	batch, err := t.loader.Batch(step)
-	if err != nil {
+	var batch *datasets.Batch
+	var err error
+	if len(t.devs) > 0 && tensor.IsSymbolic(t.devs[0]) {
+		batch = datasets.ShapeBatch(step, t.cfg.Batch, t.model.Input)
+	} else if batch, err = t.loader.Batch(step); err != nil {
 		return StepResult{}, err
 	}
 	n := len(t.workers)

@@ -38,6 +38,10 @@ type worker struct {
 	step *stepState
 	// progress is where the worker is in its program, for the watchdog.
 	progress progress
+	// op is the op the worker runs and block the block it runs within it
+	// (−1: the op is not run block by block), which a fault names.
+	op    schedule.Op
+	block int
 }
 
 // stepState is what a device holds during one step, keyed by micro-batch
@@ -78,7 +82,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 	w.step = s
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: panic: %v\n%s", w.dev.Name(), r, debug.Stack())
+			err = w.fault(r, debug.Stack())
 		}
 		w.releaseStep()
 	}()
@@ -87,6 +91,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 			return err
 		}
 		w.progress.at(s.step, i)
+		w.op, w.block = op, wholeOp
 		if w.t.gate != nil {
 			if err := w.t.gate(ctx, w.k, i); err != nil {
 				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)

@@ -34,6 +34,9 @@ type ProfileOptions struct {
 	// Timeout is the watchdog's: a run none of whose devices moves on for
 	// that long stops, saying where each device waits (0: off).
 	Timeout time.Duration
+	// Force runs configurations whose forecast memory exceeds what the
+	// machine has available.
+	Force bool
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -123,6 +126,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Backend, "backend", "cpu", "compute backend (see pipecast version)")
 	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
 	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
+	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace (chrome://tracing, Perfetto) of the sweep's runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the sweep's runs to this file")
@@ -162,6 +166,11 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 		return err
 	}
 	if err := checkDatasets(cfgs); err != nil {
+		return err
+	}
+	// The checks take seconds at most and ignore an interrupt, which the
+	// sweep then sees before its first run.
+	if err := preflight(context.WithoutCancel(ctx), cfgs, opts.Force, profiler.AvailableMemoryBytes()); err != nil {
 		return err
 	}
 	sr, err := newSweepRunner(opts.Transport, cfgs)
