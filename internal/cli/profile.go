@@ -37,6 +37,9 @@ type ProfileOptions struct {
 	// Force runs configurations whose forecast memory exceeds what the
 	// machine has available.
 	Force bool
+	// Resume skips the configurations whose measured records Out's
+	// dataset already holds.
+	Resume bool
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -126,6 +129,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Backend, "backend", "cpu", "compute backend (see pipecast version)")
 	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
 	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
+	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep")
 	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace (chrome://tracing, Perfetto) of the sweep's runs to this file")
@@ -144,6 +148,9 @@ func (o *ProfileOptions) validate() error {
 	}
 	if err := checkTransport(o.Transport, o.Timeout); err != nil {
 		return err
+	}
+	if o.Resume && o.Out == "" {
+		return usageErrorf("--resume needs --out: it skips what the dataset there holds")
 	}
 	switch {
 	case o.Steps < 1:
@@ -167,6 +174,16 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	}
 	if err := checkDatasets(cfgs); err != nil {
 		return err
+	}
+	if opts.Resume {
+		var done int
+		if cfgs, done, err = remainingRuns(filepath.Join(opts.Out, "runs.jsonl"), cfgs, opts.Steps, opts.Warmup); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "pipecast: resuming: %d configurations done, %d to run\n", done, len(cfgs))
+		if len(cfgs) == 0 {
+			return nil
+		}
 	}
 	// The checks take seconds at most and ignore an interrupt, which the
 	// sweep then sees before its first run.

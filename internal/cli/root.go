@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -120,10 +121,24 @@ func Execute(ctx context.Context, args []string, streams *IOStreams) ExitCode {
 }
 
 // Main runs pipecast with the process's arguments and standard streams.
-// An interrupt cancels the context the commands run under, so that long
-// work can stop cleanly.
+// An interrupt (SIGINT) or SIGTERM cancels the context the commands run
+// under, so that long work stops cleanly: a sweep finishes the run under
+// way, keeps its record and stops. A second signal exits at once (status
+// 130); every record already written stays whole, since each is one
+// line appended with one write.
 func Main() ExitCode {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "pipecast: %v: finishing the run under way (again to stop at once)\n", s)
+		cancel()
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "pipecast: %v: stopping now\n", s)
+		os.Exit(130)
+	}()
 	return Execute(ctx, os.Args[1:], &IOStreams{Out: os.Stdout, ErrOut: os.Stderr})
 }
