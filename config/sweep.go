@@ -34,8 +34,11 @@ type Sweep struct {
 	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
 	Backend   string
 	Transport string // "": in-process
-	Dataset   string
-	Seed      uint64
+	// LR is the optimizer's learning rate (0: DefaultSGD's); momentum
+	// and weight decay are DefaultSGD's.
+	LR      float64
+	Dataset string
+	Seed    uint64
 }
 
 // FieldError reports a sweep value that no configuration can take, by the
@@ -99,6 +102,9 @@ func (s Sweep) Check() error {
 	}
 	if _, err := ParseBalance(string(s.Balance)); err != nil {
 		return &FieldError{Field: "balance", Value: fmt.Sprintf("%q", s.Balance), Reason: "unknown cost (want params, macs or time)"}
+	}
+	if s.LR < 0 || math.IsNaN(s.LR) || math.IsInf(s.LR, 0) {
+		return &FieldError{Field: "lr", Value: fmt.Sprint(s.LR), Reason: "must be a positive number (or 0 for the default)"}
 	}
 	if s.Threads < 0 {
 		return &FieldError{Field: "threads", Value: fmt.Sprint(s.Threads), Reason: "need at least 1 (or 0 for the default)"}
@@ -210,7 +216,11 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 		for _, k := range s.Devices {
 			for _, m := range s.Micro {
 				for _, name := range s.Schedules {
-					base := Config{
+					sgd := DefaultSGD()
+					if s.LR != 0 {
+						sgd.LR = float32(s.LR)
+					}
+					base := Config{SGD: sgd,
 						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 						Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads,
 						Schedule: schedule.Options{Name: name, Devices: k, Micro: m},

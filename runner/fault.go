@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
 )
 
 // debugEnv names the environment variable that adds the goroutine's
@@ -52,4 +56,61 @@ func (w *worker) fault(r any, stack []byte) *Fault {
 		f.BlockName = w.t.model.Blocks[w.block].Name
 	}
 	return f
+}
+
+// faultf returns a Fault of the worker's current op, for a failure found
+// by a check rather than raised by a panic.
+func (w *worker) faultf(format string, args ...any) *Fault {
+	f := w.fault(fmt.Sprintf(format, args...), nil)
+	f.Reason = fmt.Sprintf(format, args...)
+	return f
+}
+
+// checkGradients fails the update with a Fault naming the first block of
+// the stage (in forward order) whose accumulated gradients hold a NaN or
+// an infinity, before the optimizer spreads it into the weights. A
+// device without values (the meta backend) has nothing to check.
+func (w *worker) checkGradients() error {
+	if tensor.IsSymbolic(w.dev) {
+		return nil
+	}
+	first := w.t.bounds[w.k]
+	for i, c := range w.stage.Layers {
+		for _, p := range models.Params(c.Layer) {
+			if g := p.Param.Grad; g != nil {
+				if j, v := firstNonFinite(g); j >= 0 {
+					w.block = first + i
+					return w.faultf("non-finite gradient %v in %s (element %d): the training diverged (a smaller --lr may help)", v, p.Name, j)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// firstNonFinite returns the index and value of t's first NaN or
+// infinity, or −1.
+func firstNonFinite(t *tensor.Tensor) (int, float32) {
+	vals, ok := t.Storage().Mem.([]float32) // the CPU backend's: read in place
+	if ok {
+		vals = vals[t.Offset() : t.Offset()+t.Len()]
+	} else {
+		vals = tensor.ToHost(t)
+	}
+	for i, v := range vals {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return i, v
+		}
+	}
+	return -1, 0
+}
+
+// opError returns the error of op as runStep reports it: a Fault as it
+// is (it names its place), anything else prefixed with the device and op.
+func (w *worker) opError(op schedule.Op, err error) error {
+	var f *Fault
+	if errors.As(err, &f) {
+		return err
+	}
+	return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
 }

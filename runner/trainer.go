@@ -312,6 +312,9 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 				w.rec.Reset() // a failed step's events describe nothing
 			}
 		}
+		if f := (*Fault)(nil); errors.As(err, &f) {
+			return StepResult{}, err // it names its step
+		}
 		return StepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}
 	if t.group != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 
 	"github.com/pipecast/pipecast/datasets"
@@ -99,7 +100,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		if w.rec == nil {
 			if _, err := w.exec(ctx, op); err != nil {
-				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
+				return w.opError(op, err)
 			}
 			continue
 		}
@@ -115,7 +116,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		bytes, err := w.exec(ctx, op)
 		end := w.dev.Now()
 		if err != nil {
-			return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
+			return w.opError(op, err)
 		}
 		w.rec.Record(recordEvent(s.step, w.k, op, wholeOp, start, end, bytes))
 	}
@@ -180,6 +181,10 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 		logits := take(s.outputs, op.Micro)
 		loss, dl := models.CrossEntropy(w.pass(true, lo), logits, s.batch.LabelsRange(lo, hi), 1/float32(w.t.cfg.Batch))
 		logits.Release()
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			dl.Release()
+			return 0, w.faultf("non-finite loss %v of micro-batch %d: the training diverged (a smaller --lr may help)", loss, op.Micro)
+		}
 		s.loss += loss
 		s.dOut[op.Micro] = dl
 		return 0, nil
@@ -232,6 +237,9 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	case schedule.AllToAll:
 		return w.allToAll(ctx)
 	case schedule.Update:
+		if err := w.checkGradients(); err != nil {
+			return 0, err
+		}
 		params := models.Params(w.stage)
 		w.opt.Step(w.dev, params)
 		models.ZeroGrads(w.dev, w.stage)

@@ -129,6 +129,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Backend, "backend", "cpu", "compute backend (see pipecast version)")
 	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
 	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
+	f.Float64Var(&opts.LR, "lr", 0.01, "learning rate of the SGD optimizer (momentum 0.9, weight decay 1e-4): a divergence is reproduced by its learning rate")
 	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep")
 	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
