@@ -39,6 +39,15 @@ type Config struct {
 	Seed uint64
 	// SGD is the optimizer's hyper-parameters.
 	SGD tensor.SGDParams
+	// Straggler, when its Factor exceeds 1, slows one device's compute:
+	// every compute op of device Straggler.Device takes Factor times as
+	// long (the worker spins after the op's work for the difference, so
+	// the device stays busy as a slower one would be). Transfers keep
+	// their speed.
+	Straggler Straggler
+	// Fail, when set (Step ≥ 0 and Device ≥ 0), makes device Fail.Device
+	// fail at the start of step Fail.Step: an injected fault.
+	Fail *FailAt
 	// Bounds, when set, is the partition to use instead of balancing:
 	// stage s holds blocks [Bounds[s], Bounds[s+1]). A forecast sets it
 	// to run exactly the partition it computed from fitted block times.

@@ -21,6 +21,9 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
 		LR: decimal(c.SGD.LR), Momentum: decimal(c.SGD.Momentum), WeightDecay: decimal(c.SGD.WeightDecay),
 	}
+	if c.Straggler.Active() {
+		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
+	}
 	switch c.Schedule.Name {
 	case schedule.GPipe:
 		rc.Checkpoint = c.Schedule.Checkpoint.String()
@@ -60,6 +63,9 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		Dataset:     c.Dataset,
 		Seed:        c.Seed,
 		SGD:         tensor.SGDParams{LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay)},
+	}
+	if c.StragglerFactor > 1 {
+		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}
 	if c.Checkpoint != "" {
 		ck, err := schedule.ParseCheckpoint(c.Checkpoint)

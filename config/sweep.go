@@ -36,9 +36,13 @@ type Sweep struct {
 	Transport string // "": in-process
 	// LR is the optimizer's learning rate (0: DefaultSGD's); momentum
 	// and weight decay are DefaultSGD's.
-	LR      float64
-	Dataset string
-	Seed    uint64
+	LR float64
+	// Straggler and Fail inject a slow device and a failure into every
+	// configuration (see Config).
+	Straggler Straggler
+	Fail      *FailAt
+	Dataset   string
+	Seed      uint64
 }
 
 // FieldError reports a sweep value that no configuration can take, by the
@@ -175,7 +179,7 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 								notes = append(notes, n)
 							}
 							continue
-						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads):
+						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads || inv.Rule == RuleInjection):
 							// The value is at fault whatever it combines with.
 							return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
 						case err != nil:
@@ -220,7 +224,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 					if s.LR != 0 {
 						sgd.LR = float32(s.LR)
 					}
-					base := Config{SGD: sgd,
+					base := Config{SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
 						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 						Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads,
 						Schedule: schedule.Options{Name: name, Devices: k, Micro: m},

@@ -27,6 +27,7 @@ const (
 	RuleBalance               // the balance is one the partitioner knows
 	RuleTransport             // the transport is one the runner knows
 	RuleThreads               // the devices' threads fit what the Go runtime and the system allow
+	RuleInjection             // an injected straggler or failure names a device of the run
 )
 
 // Misfit reports whether the rule is one a sweep's combination of values
@@ -42,8 +43,9 @@ type InvalidError struct {
 	// records and on the command line ("devices", "image"), and Value its
 	// value.
 	Field, Value string
-	// Reason is the whole message; for RuleImage, RuleStages and
-	// RuleThreads it is about the value and does not repeat the field.
+	// Reason is the whole message; for RuleImage, RuleStages,
+	// RuleThreads and RuleInjection it is about the value and does not
+	// repeat the field.
 	Reason string
 	// Err is the underlying error, if any.
 	Err error
@@ -108,6 +110,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseBalance(string(c.Balance)); err != nil {
 		return &InvalidError{Rule: RuleBalance, Field: "balance", Value: string(c.Balance), Reason: err.Error(), Err: err}
+	}
+	if st := c.Straggler; st.Factor != 0 && (st.Factor < 1 || st.Device >= s.Devices) {
+		return invalid(RuleInjection, "straggler", fmt.Sprintf("%d:%g", st.Device, st.Factor),
+			"want a device below K=%d and a factor of at least 1", s.Devices)
+	}
+	if f := c.Fail; f != nil && (f.Device >= s.Devices || f.Device < 0 || f.Step < 0) {
+		return invalid(RuleInjection, "fail", fmt.Sprintf("%d:%d", f.Device, f.Step),
+			"want a device below K=%d and a step ≥ 0", s.Devices)
 	}
 	if t := c.Transport; t != profiler.TransportInProcess && t != profiler.TransportMPI {
 		return invalid(RuleTransport, "transport", t, "transport %q: want %s or %s", t, profiler.TransportInProcess, profiler.TransportMPI)

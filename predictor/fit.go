@@ -155,14 +155,19 @@ func (c *CostModel) Samples() []int { return slices.Clone(c.samples) }
 func (c *CostModel) Devices() []int { return slices.Clone(c.devices) }
 
 // Fit fits a cost model for every Key of the measured records among recs
-// (predicted records are ignored). It returns ErrNoMeasured when there is
-// none, and an error for a record whose configuration cannot be read.
+// (predicted records are ignored, and so are runs with an injected
+// straggler, whose slowed device says nothing of the blocks' costs; a
+// forecast of a straggler run scales the straggler's compute ops by its
+// factor). It returns ErrNoMeasured when there is none, and an error for
+// a record whose configuration cannot be read.
 func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 	groups := map[Key][]*profiler.Record{}
 	var order []Key
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != profiler.KindMeasured {
+		if r.Kind != profiler.KindMeasured || r.Config.StragglerFactor > 1 {
+			// A straggler run measures the straggler, not the blocks:
+			// forecasts of one scale the fitted costs by its factor.
 			continue
 		}
 		c := r.Config

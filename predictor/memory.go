@@ -74,6 +74,7 @@ func cachedMetaRun(ctx context.Context, cfg config.Config, order uint64, gate fu
 	// The backend and the data set do not change what a meta step
 	// allocates or moves (MetaStep replaces both).
 	cfg.Backend, cfg.Dataset = "", ""
+	cfg.Straggler, cfg.Fail = config.Straggler{}, nil // MetaStep drops them too
 	key := fmt.Sprintf("%#v order %d", cfg, order)
 	metaCache.Lock()
 	ms, ok := metaCache.runs[key]

@@ -155,6 +155,11 @@ type RunConfig struct {
 	LR          float64 `json:"lr"`
 	Momentum    float64 `json:"momentum"`
 	WeightDecay float64 `json:"weight_decay"`
+	// StragglerDevice's compute ran StragglerFactor times as long as it
+	// would have (an injected straggler); the factor is omitted, and 1,
+	// for a run without one.
+	StragglerDevice int     `json:"straggler_device,omitempty"`
+	StragglerFactor float64 `json:"straggler_factor,omitempty"`
 }
 
 // Stage is one pipeline stage: the blocks [FirstBlock, EndBlock) of the

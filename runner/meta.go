@@ -34,6 +34,9 @@ func metaStep(ctx context.Context, cfg config.Config, opts RunOptions) ([]Device
 	// The data's values cannot change an allocation; a synthetic set
 	// avoids reading a dataset from disk.
 	mc.Dataset = "synthetic"
+	// Memory does not depend on how fast a device is, and a forecast
+	// must not fail where the run is told to.
+	mc.Straggler, mc.Fail = config.Straggler{}, nil
 	mc.ModelConfig.Sizes = slices.Clone(cfg.ModelConfig.Sizes)
 	mc.Bounds = slices.Clone(cfg.Bounds)
 	res, err := Run(ctx, mc, opts)

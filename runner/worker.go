@@ -93,15 +93,20 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		w.progress.at(s.step, i)
 		w.op, w.block = op, wholeOp
+		if f := w.t.cfg.Fail; f != nil && i == 0 && f.Device == w.k && f.Step == s.step {
+			return w.faultf("injected failure (fail %d:%d)", f.Device, f.Step)
+		}
 		if w.t.gate != nil {
 			if err := w.t.gate(ctx, w.k, i); err != nil {
 				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
 			}
 		}
 		if w.rec == nil {
+			start := w.dev.Now()
 			if _, err := w.exec(ctx, op); err != nil {
 				return w.opError(op, err)
 			}
+			w.straggle(op, start)
 			continue
 		}
 		if op.Kind == schedule.Recv {
@@ -114,10 +119,11 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		start := w.dev.Now()
 		bytes, err := w.exec(ctx, op)
-		end := w.dev.Now()
 		if err != nil {
 			return w.opError(op, err)
 		}
+		w.straggle(op, start)
+		end := w.dev.Now()
 		w.rec.Record(recordEvent(s.step, w.k, op, wholeOp, start, end, bytes))
 	}
 	return nil

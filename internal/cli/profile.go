@@ -40,6 +40,9 @@ type ProfileOptions struct {
 	// Resume skips the configurations whose measured records Out's
 	// dataset already holds.
 	Resume bool
+	// StragglerFlag and FailFlag are --straggler DEVICE:FACTOR and --fail
+	// DEVICE:STEP, parsed into the sweep by validate.
+	StragglerFlag, FailFlag string
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -130,6 +133,8 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
 	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
 	f.Float64Var(&opts.LR, "lr", 0.01, "learning rate of the SGD optimizer (momentum 0.9, weight decay 1e-4): a divergence is reproduced by its learning rate")
+	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: device DEVICE computes FACTOR times as slowly (it spins after each compute op; transfers keep their speed), recorded in the configuration")
+	f.StringVar(&opts.FailFlag, "fail", "", "DEVICE:STEP: device DEVICE fails at the start of step STEP (an injected fault)")
 	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep")
 	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
@@ -144,6 +149,13 @@ run. Progress is shown on standard error when it is a terminal.`,
 // validate checks each flag on its own (config.Sweep.Check), and the
 // steps; expandSweep checks how they combine.
 func (o *ProfileOptions) validate() error {
+	var err error
+	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
+		return &UsageError{Err: fmt.Errorf("--%w", err)}
+	}
+	if o.Fail, err = config.ParseFailAt(o.FailFlag); err != nil {
+		return &UsageError{Err: fmt.Errorf("--%w", err)}
+	}
 	if err := o.Sweep.Check(); err != nil {
 		return sweepError(err, nil)
 	}
