@@ -45,21 +45,28 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.L
 // errors.As(err, new(*SchemaVersionError)) see through a LineError.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// appendMu serialises the appends of one process, so that checking a
-// file's last byte and writing after it is atomic among them; across
-// processes the O_APPEND guarantee below holds.
+// appendMu serialises the appends of one process; lockAppend serialises
+// those of several processes where the system has flock.
 var appendMu sync.Mutex
 
 // Append validates recs and appends them to the dataset at path, one line
-// each, creating the file and its directories as needed. Every line is
-// written with a single write to a file opened with O_APPEND, which on
-// local file systems puts it whole at the end of the file even when
-// other processes append at the same time; the file is synced before
-// Append returns. A crash can therefore lose or truncate only the last
-// line. If an earlier crash left the file ending inside a line, Append
-// first ends that line, so the new record is not glued to the garbage;
-// readers then skip the truncated line. Nothing is written if a record
-// is invalid.
+// each, creating the file and its directories as needed; the file is
+// synced before Append returns. Nothing is written if a record is
+// invalid.
+//
+// Every line is written with a single write to a file opened with
+// O_APPEND, which on local file systems puts it whole at the end of the
+// file even when other processes append at the same time, lines of many
+// MiB included. A write can still stop short (a crash, a full disk), and a torn
+// line at the end of the file would glue the next line to it. Append
+// therefore holds an advisory lock on the file (flock, where the system
+// and the file system have it) while it checks the file's last byte,
+// ends a line a failed write left unfinished, and writes its lines: an
+// appender in another process cannot write between the check and the
+// writes, and a torn line is ended before anything follows it. Only the
+// record being written when a write fails is lost; readers skip its
+// truncated line. The lock is released before the sync, and by the
+// system if the process dies.
 func Append(path string, recs ...Record) error {
 	lines := make([][]byte, len(recs))
 	for i := range recs {
@@ -91,6 +98,10 @@ func Append(path string, recs ...Record) error {
 		f.Close()
 		return fmt.Errorf("append run records to %s: %w", path, err)
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("append run records to %s: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("append run records to %s: %w", path, err)
 	}
@@ -106,8 +117,14 @@ func Append(path string, recs ...Record) error {
 	return nil
 }
 
-// writeLines ends a dangling last line of f, writes lines and syncs.
+// writeLines ends a dangling last line of f and writes lines, holding
+// the file's lock.
 func writeLines(f *os.File, lines [][]byte) error {
+	unlock, err := lockAppend(f)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -118,8 +135,8 @@ func writeLines(f *os.File, lines [][]byte) error {
 			return fmt.Errorf("read last byte: %w", err)
 		}
 		if last[0] != '\n' {
-			// A concurrent appender in another process may make this
-			// an empty line instead; readers ignore empty lines.
+			// Without a lock, an appender in another process may end
+			// it too, leaving an empty line, which readers ignore.
 			if _, err := f.Write([]byte{'\n'}); err != nil {
 				return err
 			}
@@ -130,7 +147,7 @@ func writeLines(f *os.File, lines [][]byte) error {
 			return err
 		}
 	}
-	return f.Sync()
+	return nil
 }
 
 // ReadFile reads the dataset at path; see Read.

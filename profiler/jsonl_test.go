@@ -135,33 +135,106 @@ func TestReadLines(t *testing.T) {
 	}
 }
 
+// TestAppendAfterTruncatedTail writes part of a line, as a crash in the
+// middle of Append's write leaves it, and checks that ReadFile reports
+// and skips it, that the next Append ends it and starts a line of its
+// own, and that the file then reads back with the records appended.
 func TestAppendAfterTruncatedTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runs.jsonl")
-	if err := Append(path, testRecord("before", 2)); err != nil {
-		t.Fatal(err)
+	before, after, extra := testRecord("before", 2), testRecord("after", 3), predictedRecord("extra")
+	lost := testRecord("lost", 2)
+	lost.Env.Host = "bänk-ü" // two-byte characters to cut in half
+	large := testRecord("large", 8000)
+	line := func(r Record) string { return marshalLine(t, r) }
+	tests := []struct {
+		name    string
+		prior   []Record // appended before the crash
+		torn    string   // what the crash left
+		tornIs  bool     // the torn part holds a whole record, without its newline
+		wantIDs []string // after the next Append of after and extra
+	}{
+		{name: "half a line", prior: []Record{before}, torn: line(lost)[:len(line(lost))/2]},
+		{name: "first byte only", prior: []Record{before}, torn: "{"},
+		{name: "inside a key", prior: []Record{before}, torn: `{"sche`},
+		{name: "inside a two-byte character", prior: []Record{before}, torn: line(lost)[:strings.Index(line(lost), "ä")+1]},
+		{name: "after a value", prior: []Record{before}, torn: line(lost)[:strings.Index(line(lost), `,"kind"`)]},
+		{name: "a large line", prior: []Record{before}, torn: line(large)[:len(line(large))*3/4]},
+		{name: "the only line", torn: line(lost)[:100]},
+		{name: "all but the newline", prior: []Record{before}, torn: strings.TrimSuffix(line(lost), "\n"), tornIs: true},
 	}
-	// What a crash in the middle of a write leaves.
-	partial := marshalLine(t, testRecord("lost", 2))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "runs.jsonl")
+			var want strings.Builder
+			for _, r := range tt.prior {
+				if err := Append(path, r); err != nil {
+					t.Fatal(err)
+				}
+				want.WriteString(line(r))
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(tt.torn); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want.WriteString(tt.torn + "\n")
+
+			tornLine := len(tt.prior) + 1
+			wantBefore, wantBad := recordIDs(tt.prior), []int{tornLine}
+			if tt.tornIs {
+				wantBefore, wantBad = append(wantBefore, lost.ID), nil
+			}
+			recs, bad, err := ReadFile(path, ReadOptions{})
+			if err != nil {
+				t.Fatalf("ReadFile after the crash: %v", err)
+			}
+			if got := recordIDs(recs); !slices.Equal(got, wantBefore) {
+				t.Errorf("records after the crash %v, want %v", got, wantBefore)
+			}
+			checkTruncated(t, bad, wantBad)
+
+			if err := Append(path, after, extra); err != nil {
+				t.Fatal(err)
+			}
+			want.WriteString(line(after) + line(extra))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(data) != want.String() {
+				t.Errorf("file after the next Append is not the records, the torn line ended by one newline, and the new lines")
+			}
+			recs, bad, err = ReadFile(path, ReadOptions{})
+			if err != nil {
+				t.Fatalf("ReadFile after the next Append: %v", err)
+			}
+			wantRecs := slices.Concat(tt.prior, []Record{after, extra})
+			if tt.tornIs {
+				wantRecs = slices.Concat(tt.prior, []Record{lost, after, extra})
+			}
+			if !reflect.DeepEqual(recs, wantRecs) {
+				t.Errorf("records after the next Append %v, want %v", recordIDs(recs), recordIDs(wantRecs))
+			}
+			checkTruncated(t, bad, wantBad)
+		})
 	}
-	if _, err := f.WriteString(partial[:len(partial)/2]); err != nil {
-		t.Fatal(err)
+}
+
+// checkTruncated checks that bad holds exactly the given lines, each
+// truncated.
+func checkTruncated(t *testing.T, bad []LineError, lines []int) {
+	t.Helper()
+	if got := lineNumbers(bad); !slices.Equal(got, lines) {
+		t.Errorf("bad lines %v (%v), want %v", got, bad, lines)
 	}
-	f.Close()
-	if err := Append(path, testRecord("after", 2)); err != nil {
-		t.Fatal(err)
-	}
-	recs, bad, err := ReadFile(path, ReadOptions{})
-	if err != nil {
-		t.Fatalf("ReadFile: %v", err)
-	}
-	if got, want := recordIDs(recs), []string{"before", "after"}; !slices.Equal(got, want) {
-		t.Errorf("records %v, want %v", got, want)
-	}
-	if len(bad) != 1 || bad[0].Line != 2 || !errors.Is(bad[0].Err, ErrTruncated) {
-		t.Errorf("bad lines %v, want line 2 truncated", bad)
+	for _, le := range bad {
+		if !errors.Is(&le, ErrTruncated) || le.Path == "" {
+			t.Errorf("line %d: %v, want %v with the path", le.Line, le.Err, ErrTruncated)
+		}
 	}
 }
 
