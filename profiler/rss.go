@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 )
 
@@ -29,7 +30,8 @@ func parseVmHWM(status []byte) (int64, bool) {
 			return 0, false
 		}
 		kb, err := strconv.ParseInt(string(fields[0]), 10, 64)
-		if err != nil || kb < 0 {
+		if err != nil || kb < 0 || kb > math.MaxInt64>>10 {
+			// Past 8 EiB the bytes would overflow an int64.
 			return 0, false
 		}
 		return kb << 10, true
