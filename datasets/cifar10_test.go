@@ -25,7 +25,7 @@ func cifarRecords(first, n int) []byte {
 	return data
 }
 
-func writeFile(t *testing.T, path string, data []byte) string {
+func writeFile(t testing.TB, path string, data []byte) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
