@@ -41,9 +41,8 @@ type Config struct {
 	SGD tensor.SGDParams
 	// Straggler, when its Factor exceeds 1, slows one device's compute:
 	// every compute op of device Straggler.Device takes Factor times as
-	// long (the worker spins after the op's work for the difference, so
-	// the device stays busy as a slower one would be). Transfers keep
-	// their speed.
+	// long (the worker sleeps after the op's work for the difference).
+	// Transfers keep their speed.
 	Straggler Straggler
 	// Fail, when set (Step ≥ 0 and Device ≥ 0), makes device Fail.Device
 	// fail at the start of step Fail.Step: an injected fault.

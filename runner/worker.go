@@ -43,6 +43,9 @@ type worker struct {
 	// (−1: the op is not run block by block), which a fault names.
 	op    schedule.Op
 	block int
+	// overslept is how long the straggler's last sleep overran (see
+	// straggle).
+	overslept int64
 }
 
 // stepState is what a device holds during one step, keyed by micro-batch
