@@ -39,6 +39,9 @@ type PredictOptions struct {
 	Pprof string
 	SVG   string // the first prediction's timeline; with Validate, predicted against measured
 
+	// StragglerFlag is --straggler DEVICE:FACTOR, parsed into the sweep.
+	StragglerFlag string
+
 	Validate bool
 	Holdout  string // devices|microbatch|random
 	Seed     uint64 // the random holdout's folds
@@ -127,6 +130,7 @@ draws forecast against measured step times.`,
 	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
+	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: forecast runs whose device DEVICE computes FACTOR times as slowly (profile --straggler)")
 	f.StringVar(&opts.Transport, "transport", "", "transport the forecasts are of, inprocess or mpi: data of that transport only (default: the data's)")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace of the predicted runs to this file")
@@ -145,7 +149,7 @@ draws forecast against measured step times.`,
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
 var predictConfigFlags = []string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
-	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "transport", "out", "trace", "pprof"}
+	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -178,6 +182,10 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	}
 	if o.Threads < 0 {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the data's)", o.Threads)
+	}
+	var err error
+	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
+		return &UsageError{Err: fmt.Errorf("--%w", err)}
 	}
 	check := o.sweep(predictDefaults)
 	check.Backend = tensor.CPUBackend
@@ -236,6 +244,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	if o.Transport != "" {
 		s.Transport = o.Transport
 	}
+	s.Straggler = o.Straggler
 	return s
 }
 

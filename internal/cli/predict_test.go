@@ -424,3 +424,27 @@ func TestPredictValidateLive(t *testing.T) {
 		t.Errorf("%s: %d bytes, %v: not the forecast plot", svg, len(data), err)
 	}
 }
+
+// TestPredictStraggler checks that a forecast with --straggler slows the
+// step and says so in its record.
+func TestPredictStraggler(t *testing.T) {
+	var steps []int64
+	for _, extra := range [][]string{nil, {"--straggler", "1:2"}} {
+		opts, err := parsePredict(t, append([]string{"--data", predictData, "--devices", "2", "--microbatches", "2", "--schedule", "gpipe"}, extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.IO = &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
+		preds, _, _, err := forecast(context.Background(), opts)
+		if err != nil || len(preds) != 1 {
+			t.Fatalf("%v: %d forecasts, %v", extra, len(preds), err)
+		}
+		if want := map[bool]float64{false: 0, true: 2}[extra != nil]; preds[0].Config.StragglerFactor != want {
+			t.Errorf("%v: straggler factor %v recorded, want %v", extra, preds[0].Config.StragglerFactor, want)
+		}
+		steps = append(steps, preds[0].Summary.StepNanosMedian)
+	}
+	if steps[1] <= steps[0] {
+		t.Errorf("a straggler of factor 2 forecasts %d ns, without %d ns", steps[1], steps[0])
+	}
+}
