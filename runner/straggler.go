@@ -10,9 +10,10 @@ import (
 // which started at start, take Straggler.Factor times as long as its
 // work did: the worker sleeps for the difference, with a raw nanosleep
 // (time.Sleep rounds short sleeps of an idle process to milliseconds).
-// It sleeps rather than spins: each device has cores of its own, and a
-// spinning worker competed with the devices' worker pools for them
-// (measured: coop at K = 2 slowed 1.7-2.2 times by a straggler of 1.5).
+// It sleeps rather than spins: on the 2-core machine it was measured on,
+// a spinning straggler (with or without yielding to other goroutines)
+// slowed the other device too, and coop at K = 2 ran 1.7–2.2 times as
+// long under a straggler of 1.5.
 // Transfers are not slowed: a slower device does not have a slower link.
 func (w *worker) straggle(op schedule.Op, start int64) {
 	st := w.t.cfg.Straggler
