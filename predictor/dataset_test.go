@@ -141,8 +141,18 @@ func TestGenerateValidationDataset(t *testing.T) {
 	}
 	start := time.Now()
 	cfgs := validationConfigs(names, []int{1, 2}, []int{1, 2, 4, 8, 16})
-	for round := range validationRepeats {
-		order := rand.New(rand.NewPCG(uint64(round), 0x76616c)).Perm(len(cfgs))
+	measureRounds(t, cfgs, validationRepeats, 0x76616c, out)
+	t.Logf("%d configurations × %d runs in %.0f s; rename %s to %s to commit them",
+		len(cfgs), validationRepeats, time.Since(start).Seconds(), out, validationData)
+}
+
+// measureRounds measures every configuration rounds times, each round in
+// a fresh random order (seeded by the round and stream), and appends
+// each record to out as soon as its run ends.
+func measureRounds(t testing.TB, cfgs []config.Config, rounds int, stream uint64, out string) {
+	t.Helper()
+	for round := range rounds {
+		order := rand.New(rand.NewPCG(uint64(round), stream)).Perm(len(cfgs))
 		shuffled := make([]config.Config, len(cfgs))
 		for i, j := range order {
 			shuffled[i] = cfgs[j]
@@ -153,6 +163,4 @@ func TestGenerateValidationDataset(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d configurations × %d runs in %.0f s; rename %s to %s to commit them",
-		len(cfgs), validationRepeats, time.Since(start).Seconds(), out, validationData)
 }

@@ -75,7 +75,7 @@ func (s *simulation) price() error {
 			if err != nil {
 				return fmt.Errorf("device %d: %v: %w", d, o, err)
 			}
-			if st := s.cfg.Straggler; st.Active() && st.Device == d && straggles(o.Kind) {
+			if st := s.cfg.Straggler; st.Active() && st.Device == d && o.Kind.Computes() {
 				// The straggler computes Factor times as long; its
 				// blocks keep their shares of the op.
 				p.nanos *= st.Factor
@@ -154,14 +154,4 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 	}
 	p.nanos += max(s.c.OpOverhead(o.Kind.String()), 0)
 	return nil
-}
-
-// straggles reports whether a straggler device's ops of kind k take its
-// factor times as long: every op that computes, as the runner slows them.
-func straggles(k schedule.OpKind) bool {
-	switch k {
-	case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.Predict, schedule.Loss, schedule.Update:
-		return true
-	}
-	return false
 }

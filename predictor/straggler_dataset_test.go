@@ -2,7 +2,6 @@ package predictor
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -50,18 +49,7 @@ func TestGenerateStragglerDataset(t *testing.T) {
 	}
 	cfgs := stragglerConfigs()
 	start := time.Now()
-	for round := range 3 {
-		order := rand.New(rand.NewPCG(uint64(round), 0x737467)).Perm(len(cfgs))
-		shuffled := make([]config.Config, len(cfgs))
-		for i, j := range order {
-			shuffled[i] = cfgs[j]
-		}
-		measureRuns(t, shuffled, func(rec profiler.Record) {
-			if err := profiler.Append(out, rec); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+	measureRounds(t, cfgs, 3, 0x737467, out)
 	t.Logf("%d configurations × 3 runs in %.0f s; rename %s to %s to commit them", len(cfgs), time.Since(start).Seconds(), out, stragglerData)
 }
 

@@ -42,7 +42,10 @@ func (r *Result) environment() profiler.Environment {
 	env.Backend, env.HugePages = r.Config.Backend, r.HugePages
 	env.PeakRSSBytes = profiler.PeakRSSBytes()
 	env.Calibration = r.Calibration
-	env.Transport = profiler.TransportOf(&profiler.Environment{Transport: r.Transport})
+	env.Transport = r.Transport
+	if env.Transport == "" {
+		env.Transport = profiler.TransportInProcess
+	}
 	env.TransportVersion, env.Ranks, env.ClockResidualNanos = r.TransportVersion, r.Ranks, r.ClockResidualNanos
 	for _, n := range r.DeviceNames {
 		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: n, Threads: r.Config.Threads})

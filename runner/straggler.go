@@ -17,7 +17,7 @@ import (
 // Transfers are not slowed: a slower device does not have a slower link.
 func (w *worker) straggle(op schedule.Op, start int64) {
 	st := w.t.cfg.Straggler
-	if !st.Active() || st.Device != w.k || !slowed(op.Kind) {
+	if !st.Active() || st.Device != w.k || !op.Kind.Computes() {
 		return
 	}
 	took := w.dev.Now() - start
@@ -34,14 +34,4 @@ func (w *worker) straggle(op schedule.Op, start int64) {
 	if extra < 0 {
 		w.overslept = -extra // still owed
 	}
-}
-
-// slowed reports whether a straggler runs ops of kind k slower: every
-// op that computes.
-func slowed(k schedule.OpKind) bool {
-	switch k {
-	case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.Predict, schedule.Loss, schedule.Update:
-		return true
-	}
-	return false
 }

@@ -59,6 +59,16 @@ func (k OpKind) String() string {
 	return opKindNames[k]
 }
 
+// Computes reports whether ops of kind k compute on the device (forward,
+// recompute, backward, predict, loss, update) rather than move data.
+func (k OpKind) Computes() bool {
+	switch k {
+	case Forward, Recompute, Backward, Predict, Loss, Update:
+		return true
+	}
+	return false
+}
+
 // ParseOpKind returns the op kind with the given name.
 func ParseOpKind(s string) (OpKind, error) {
 	for i, n := range opKindNames {
