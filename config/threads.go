@@ -20,9 +20,16 @@ const runtimeThreads = 200
 func MaxThreads() int {
 	limit := goMaxThreads
 	if b, err := os.ReadFile("/proc/sys/kernel/threads-max"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+		if n, ok := parseThreadsMax(b); ok {
 			limit = min(limit, n)
 		}
 	}
 	return max(limit-runtimeThreads, 1)
+}
+
+// parseThreadsMax reads /proc/sys/kernel/threads-max: one positive
+// decimal count and a newline. ok is false for anything else.
+func parseThreadsMax(b []byte) (n int, ok bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n, err == nil && n > 0
 }

@@ -250,9 +250,9 @@ func TestAccuracyLive(t *testing.T) {
 	}
 	// A part of the dataset measured on this machine, so that a machine
 	// unlike the one that measured the committed records is checked too.
-	train := measureRuns(t, validationConfigs([]string{"resnet50"}, []int{1}, []int{2, 4}), nil)
+	train := measureRuns(t, validationConfigs([]string{"resnet50"}, []int{1}, []int{2, 4}), validationOptions, nil)
 	var test []profiler.Record
-	for _, r := range measureRuns(t, validationConfigs([]string{"resnet50"}, []int{2}, []int{4}), nil) {
+	for _, r := range measureRuns(t, validationConfigs([]string{"resnet50"}, []int{2}, []int{4}), validationOptions, nil) {
 		if r.Config.Schedule == schedule.GPipe || r.Config.Schedule == schedule.Coop {
 			test = append(test, r)
 		}

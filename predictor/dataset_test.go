@@ -88,12 +88,12 @@ func validationConfigs(names []string, devices, micro []int) []config.Config {
 
 // measureRuns runs every configuration and returns their records without
 // per-block events.
-func measureRuns(t testing.TB, cfgs []config.Config, each func(profiler.Record)) []profiler.Record {
+func measureRuns(t testing.TB, cfgs []config.Config, opts runner.RunOptions, each func(profiler.Record)) []profiler.Record {
 	t.Helper()
 	var recs []profiler.Record
 	for _, cfg := range cfgs {
 		start := time.Now()
-		res, err := runner.Run(context.Background(), cfg, validationOptions)
+		res, err := runner.Run(context.Background(), cfg, opts)
 		if err != nil {
 			t.Fatalf("run %s %s K=%d M=%d: %v", cfg.Model, cfg.Schedule.Name, cfg.Schedule.Devices, cfg.Schedule.Micro, err)
 		}
@@ -141,7 +141,7 @@ func TestGenerateValidationDataset(t *testing.T) {
 	}
 	start := time.Now()
 	cfgs := validationConfigs(names, []int{1, 2}, []int{1, 2, 4, 8, 16})
-	measureRounds(t, cfgs, validationRepeats, 0x76616c, out)
+	measureRounds(t, cfgs, validationOptions, validationRepeats, 0x76616c, out)
 	t.Logf("%d configurations × %d runs in %.0f s; rename %s to %s to commit them",
 		len(cfgs), validationRepeats, time.Since(start).Seconds(), out, validationData)
 }
@@ -149,7 +149,7 @@ func TestGenerateValidationDataset(t *testing.T) {
 // measureRounds measures every configuration rounds times, each round in
 // a fresh random order (seeded by the round and stream), and appends
 // each record to out as soon as its run ends.
-func measureRounds(t testing.TB, cfgs []config.Config, rounds int, stream uint64, out string) {
+func measureRounds(t testing.TB, cfgs []config.Config, opts runner.RunOptions, rounds int, stream uint64, out string) {
 	t.Helper()
 	for round := range rounds {
 		order := rand.New(rand.NewPCG(uint64(round), stream)).Perm(len(cfgs))
@@ -157,7 +157,7 @@ func measureRounds(t testing.TB, cfgs []config.Config, rounds int, stream uint64
 		for i, j := range order {
 			shuffled[i] = cfgs[j]
 		}
-		measureRuns(t, shuffled, func(rec profiler.Record) {
+		measureRuns(t, shuffled, opts, func(rec profiler.Record) {
 			if err := profiler.Append(out, rec); err != nil {
 				t.Fatal(err)
 			}

@@ -2,39 +2,57 @@ package predictor
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
 // stragglerData holds K = 2 runs of gpipe and coop with and without a
 // straggler (device 1 computing 1.5 times as slowly), measured by
-// TestGenerateStragglerDataset.
+// TestGenerateStragglerDataset: stragglerRounds rounds, each running
+// every configuration's pair (without, then with the straggler, or the
+// other way round in odd rounds) back to back, the pairs in a fresh
+// random order.
 const stragglerData = "testdata/straggler_runs.jsonl"
 
 // stragglerGenerateEnv makes TestGenerateStragglerDataset measure
 // stragglerData again (a few minutes on two cores).
 const stragglerGenerateEnv = "PIPECAST_GENERATE_STRAGGLER"
 
+// stragglerOptions are the steps of each straggler run: more than the
+// validation runs', since a slowdown is a ratio of two runs' medians; the
+// straggler measures its unslowed ops in the warm-up steps.
+var stragglerOptions = runner.RunOptions{Warmup: 4, Steps: 12, BlockTiming: true, Calibrate: true}
+
+// stragglerRounds is how many pairs of runs measure each configuration.
+// On the 2-core machine the dataset was measured on, whole runs of the
+// resnet50 configurations (20–60 ms steps) differ by up to a tenth from
+// one another, and by less from the run next to them: a slowdown is
+// measured per pair, and its median over the rounds is the measured one.
+const stragglerRounds = 5
+
 // stragglerFactor is the slowdown the dataset injects into device 1.
 const stragglerFactor = 1.5
 
-// stragglerConfigs are the dataset's configurations: the validation
+// stragglerPairs are the dataset's configurations: the validation
 // configurations of gpipe and coop at K = 2, each without and with the
 // straggler.
-func stragglerConfigs() []config.Config {
-	var out []config.Config
+func stragglerPairs() [][2]config.Config {
+	var out [][2]config.Config
 	for _, c := range validationConfigs([]string{"resnet50", "vgg16bn"}, []int{2}, []int{1, 2, 4, 8}) {
 		if c.Schedule.Name != schedule.GPipe && c.Schedule.Name != schedule.Coop {
 			continue
 		}
-		out = append(out, c)
-		c.Straggler = config.Straggler{Device: 1, Factor: stragglerFactor}
-		out = append(out, c)
+		slow := c
+		slow.Straggler = config.Straggler{Device: 1, Factor: stragglerFactor}
+		out = append(out, [2]config.Config{c, slow})
 	}
 	return out
 }
@@ -47,27 +65,44 @@ func TestGenerateStragglerDataset(t *testing.T) {
 	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	cfgs := stragglerConfigs()
+	pairs := stragglerPairs()
 	start := time.Now()
-	measureRounds(t, cfgs, 3, 0x737467, out)
-	t.Logf("%d configurations × 3 runs in %.0f s; rename %s to %s to commit them", len(cfgs), time.Since(start).Seconds(), out, stragglerData)
+	for round := range stragglerRounds {
+		var cfgs []config.Config
+		for _, j := range rand.New(rand.NewPCG(uint64(round), 0x737467)).Perm(len(pairs)) {
+			p := pairs[j]
+			if round%2 == 1 {
+				p[0], p[1] = p[1], p[0]
+			}
+			cfgs = append(cfgs, p[0], p[1])
+		}
+		measureRuns(t, cfgs, stragglerOptions, func(rec profiler.Record) {
+			if err := profiler.Append(out, rec); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Logf("%d pairs × %d rounds in %.0f s; rename %s to %s to commit them", len(pairs), stragglerRounds, time.Since(start).Seconds(), out, stragglerData)
 }
 
 // TestAccuracyStraggler fits the dataset's runs without a straggler and
 // checks that the forecast slowdown of each configuration with the
 // straggler (its forecast step over the forecast without) is within 5 %
-// of the measured one (the median step of its runs over the median
-// without).
+// of the measured one: the median over the rounds of a straggler run's
+// median step over that of the run without it next to it.
 func TestAccuracyStraggler(t *testing.T) {
 	recs := readDataset(t, stragglerData)
 	fits, err := Fit(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type pair struct{ base, slow []float64 }
-	measured := map[string]*pair{}
+	// runs[key] holds the median steps of the configuration's runs in
+	// the order they ran, without and with the straggler.
+	type runs struct{ base, slow []float64 }
+	measured := map[string]*runs{}
 	cfgOf := map[string]config.Config{}
 	keyOf := map[string]Key{}
+	var keys []string
 	for i := range recs {
 		r := &recs[i]
 		cfg, err := config.FromRecord(r)
@@ -78,19 +113,27 @@ func TestAccuracyStraggler(t *testing.T) {
 		cfg.Straggler = config.Straggler{}
 		key := cfg.String()
 		if measured[key] == nil {
-			measured[key] = &pair{}
+			measured[key] = &runs{}
 			cfgOf[key], keyOf[key] = cfg, KeyOf(r)
+			keys = append(keys, key)
 		}
-		for _, s := range r.Steps {
-			if slow {
-				measured[key].slow = append(measured[key].slow, float64(s.WallNanos))
-			} else {
-				measured[key].base = append(measured[key].base, float64(s.WallNanos))
-			}
+		if slow {
+			measured[key].slow = append(measured[key].slow, float64(r.Summary.StepNanosMedian))
+		} else {
+			measured[key].base = append(measured[key].base, float64(r.Summary.StepNanosMedian))
 		}
 	}
-	worst := 0.0
-	for key, m := range measured {
+	worst, within := 0.0, 0
+	for _, key := range keys {
+		m := measured[key]
+		if len(m.base) != len(m.slow) || len(m.base) == 0 {
+			t.Fatalf("%s: %d runs without the straggler and %d with it, want pairs", key, len(m.base), len(m.slow))
+		}
+		ratios := make([]float64, len(m.base))
+		for i := range ratios {
+			ratios[i] = m.slow[i] / m.base[i]
+		}
+		want := profiler.Median(ratios)
 		cfg := cfgOf[key]
 		base, err := Predict(context.Background(), fits[keyOf[key]], cfg)
 		if err != nil {
@@ -102,22 +145,16 @@ func TestAccuracyStraggler(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := float64(slow.Summary.StepNanosMedian) / float64(base.Summary.StepNanosMedian)
-		want := profiler.Median(m.slow) / profiler.Median(m.base)
 		rel := got/want - 1
 		worst = max(worst, abs(rel))
-		t.Logf("%-48s measured slowdown %.3f, forecast %.3f (%+.1f %%)", key, want, got, 100*rel)
+		if abs(rel) <= 0.05 {
+			within++
+		}
+		t.Logf("%-52s measured slowdown %.3f (pairs %.3f–%.3f), forecast %.3f (%+.1f %%)", key, want, slices.Min(ratios), slices.Max(ratios), got, 100*rel)
 	}
-	// The bar is 5 %. On the committed recording 13 of the 16
-	// configurations meet it and the worst misses it by 1.8 points
-	// (resnet50 gpipe M = 8, 6.8 %): the measured slowdowns run up to
-	// 7 % above the factor where the straggler's ops are short, since a
-	// device that slept wakes slower than one that computed. The test
-	// guards against regressions past 10 % and logs the bar.
+	t.Logf("%d of %d configurations within 5 %%, worst %.1f %%", within, len(keys), 100*worst)
 	if worst > 0.05 {
-		t.Logf("bar missed: forecast slowdowns differ from the measured ones by up to %.1f %% (want at most 5 %%)", 100*worst)
-	}
-	if worst > 0.10 {
-		t.Errorf("forecast slowdowns differ from the measured ones by up to %.1f %%, past the 10 %% guard", 100*worst)
+		t.Errorf("forecast slowdowns differ from the measured ones by up to %.1f %%, want at most 5 %%", 100*worst)
 	}
 }
 

@@ -169,6 +169,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 		release := reserveProcs(max(t.cfg.Threads, 1))
 		defer release()
 	}
+	t.measureSteps = opts.Warmup
 	for i := 0; i < opts.Warmup+opts.Steps; i++ {
 		s, err := t.Step(ctx)
 		if err != nil {

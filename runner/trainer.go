@@ -32,6 +32,9 @@ type Trainer struct {
 	// process runs device group.Rank() alone (see RunOptions.Group).
 	group comm.Group
 	steps int
+	// measureSteps is how many steps run first at full speed: in them a
+	// straggler measures its ops' unslowed durations (see straggle).
+	measureSteps int
 	// fault, when set (by tests), runs before every op and fails it with
 	// the error it returns.
 	fault func(device int, op schedule.Op) error

@@ -43,9 +43,13 @@ type worker struct {
 	// (−1: the op is not run block by block), which a fault names.
 	op    schedule.Op
 	block int
-	// overslept is how long the straggler's last sleep overran (see
-	// straggle).
-	overslept int64
+	// The straggler's state (see straggle): warmupTook[i] holds op i's
+	// durations in the warm-up steps, unslowed[i] their median once the
+	// measured steps begin (0: not measured), and overslept how long its
+	// last sleep overran.
+	warmupTook [][]int64
+	unslowed   []int64
+	overslept  int64
 }
 
 // stepState is what a device holds during one step, keyed by micro-batch
@@ -109,7 +113,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 			if _, err := w.exec(ctx, op); err != nil {
 				return w.opError(op, err)
 			}
-			w.straggle(op, start)
+			w.straggle(i, op, start)
 			continue
 		}
 		if op.Kind == schedule.Recv {
@@ -125,7 +129,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		if err != nil {
 			return w.opError(op, err)
 		}
-		w.straggle(op, start)
+		w.straggle(i, op, start)
 		end := w.dev.Now()
 		w.rec.Record(recordEvent(s.step, w.k, op, wholeOp, start, end, bytes))
 	}

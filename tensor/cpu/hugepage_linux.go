@@ -46,11 +46,28 @@ var hugePagesState = sync.OnceValue(func() string {
 		return "off"
 	}
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if err != nil || bytes.Contains(mode, []byte("[never]")) {
+	if err != nil || !thpUsable(mode) {
 		return "unavailable"
 	}
 	return "advised"
 })
+
+// thpUsable reports whether /sys/kernel/mm/transparent_hugepage/enabled
+// (the modes with the selected one in brackets: "always [madvise]
+// never") lets advised memory have huge pages: the selected mode is
+// "always" or "madvise".
+func thpUsable(mode []byte) bool {
+	open := bytes.IndexByte(mode, '[')
+	if open < 0 {
+		return false
+	}
+	end := bytes.IndexByte(mode[open:], ']')
+	if end < 0 {
+		return false
+	}
+	sel := string(mode[open+1 : open+end])
+	return sel == "always" || sel == "madvise"
+}
 
 // hugePagesOn reports whether to advise.
 func hugePagesOn() bool { return hugePagesState() == "advised" }

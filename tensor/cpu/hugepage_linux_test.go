@@ -70,3 +70,34 @@ func mappingRange(line string) (lo, hi uintptr, ok bool) {
 	}
 	return uintptr(l), uintptr(h), true
 }
+
+func TestTHPUsable(t *testing.T) {
+	for in, want := range map[string]bool{
+		"always [madvise] never\n": true,
+		"[always] madvise never\n": true,
+		"always madvise [never]\n": false,
+		"always madvise never\n":   false,
+		"":                         false,
+		"[madvise":                 false,
+		"]madvise[":                false,
+		"[]":                       false,
+	} {
+		if got := thpUsable([]byte(in)); got != want {
+			t.Errorf("thpUsable(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// FuzzTHPUsable checks that any text of
+// /sys/kernel/mm/transparent_hugepage/enabled is read without a panic,
+// and that it is usable only when it selects always or madvise.
+func FuzzTHPUsable(f *testing.F) {
+	for _, s := range []string{"always [madvise] never\n", "[always] madvise never", "always madvise [never]", "[", "[]]", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if thpUsable(b) && !strings.Contains(string(b), "[always]") && !strings.Contains(string(b), "[madvise]") {
+			t.Fatalf("thpUsable(%q) with neither [always] nor [madvise] selected", b)
+		}
+	})
+}
