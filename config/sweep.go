@@ -122,8 +122,11 @@ func (s Sweep) Check() error {
 		backends = append(backends, b.Name)
 	}
 	if !slices.Contains(backends, s.Backend) {
-		return &FieldError{Field: "backend", Value: fmt.Sprintf("%q", s.Backend),
-			Reason: "not compiled in (have " + strings.Join(backends, ", ") + ")"}
+		reason := "not compiled in (have " + strings.Join(backends, ", ") + ")"
+		if hint, ok := backendBuilds[s.Backend]; ok {
+			reason += "; " + hint
+		}
+		return &FieldError{Field: "backend", Value: fmt.Sprintf("%q", s.Backend), Reason: reason}
 	}
 	return nil
 }
@@ -250,4 +253,12 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 		}
 	}
 	return out
+}
+
+// backendBuilds says how to build the backends that a default build
+// leaves out.
+var backendBuilds = map[string]string{
+	"cuda":     "build pipecast with -tags cuda on a machine with an NVIDIA GPU (see the README's GPU section)",
+	"cuda-emu": "build pipecast with -tags cudaemu (the CUDA kernels emulated on the CPU, for tests)",
+	"openblas": "build pipecast with -tags openblas (needs libopenblas-dev)",
 }

@@ -107,10 +107,32 @@ type RankInfo struct {
 	Threads  int    `json:"threads"`
 }
 
-// DeviceInfo names a device and its threads.
+// DeviceInfo names a device and its threads, and describes the GPU
+// behind it for a GPU backend.
 type DeviceInfo struct {
-	Name    string `json:"name"`
-	Threads int    `json:"threads"`
+	Name    string   `json:"name"`
+	Threads int      `json:"threads"`
+	GPU     *GPUInfo `json:"gpu,omitempty"`
+}
+
+// GPUInfo describes the GPU a device ran on.
+type GPUInfo struct {
+	// Model is the GPU's name and Ordinal its index on the host.
+	Model   string `json:"model"`
+	Ordinal int    `json:"ordinal"`
+	// Share is how the device had the GPU: "whole" (one device per GPU)
+	// or "stream" (one stream among the run's devices on that GPU, all
+	// multiprocessors shared).
+	Share string `json:"share"`
+	// Driver is the CUDA driver's version; Libraries the matrix and
+	// convolution libraries the kernels used, with versions (none: the
+	// backend's own kernels computed everything).
+	Driver    string   `json:"driver,omitempty"`
+	Libraries []string `json:"libraries,omitempty"`
+	// MemoryFreeBytes and MemoryTotalBytes are the GPU's memory as the
+	// driver reported it when the run began.
+	MemoryFreeBytes  int64 `json:"memory_free_bytes,omitempty"`
+	MemoryTotalBytes int64 `json:"memory_total_bytes,omitempty"`
 }
 
 // Calibration is a short measurement of transfers between devices of the

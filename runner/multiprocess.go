@@ -25,6 +25,7 @@ type rankReport struct {
 	CPUs       []int
 	Cores      int
 	DeviceName string
+	GPU        *profiler.GPUInfo // nil for a device that is not a GPU
 	HugePages  string
 	Warmup     []rankStep
 	Steps      []rankStep
@@ -70,6 +71,9 @@ func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) 
 	if len(res.DeviceNames) > 0 {
 		rep.DeviceName = res.DeviceNames[0]
 	}
+	if len(res.GPUs) > 0 {
+		rep.GPU = res.GPUs[0]
+	}
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("gather the run: %w", err)
@@ -91,9 +95,10 @@ func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) 
 				r, len(reps[r].Warmup), len(reps[r].Steps), len(res.Warmup), len(res.Steps))
 		}
 	}
-	res.DeviceNames, res.Ranks = nil, nil
+	res.DeviceNames, res.GPUs, res.Ranks = nil, nil, nil
 	for _, rep := range reps {
 		res.DeviceNames = append(res.DeviceNames, rep.DeviceName)
+		res.GPUs = append(res.GPUs, rep.GPU)
 		res.Ranks = append(res.Ranks, rep.Info)
 	}
 	res.Cores, res.Oversubscribed = hostCores(reps)

@@ -47,8 +47,12 @@ func (r *Result) environment() profiler.Environment {
 		env.Transport = profiler.TransportInProcess
 	}
 	env.TransportVersion, env.Ranks, env.ClockResidualNanos = r.TransportVersion, r.Ranks, r.ClockResidualNanos
-	for _, n := range r.DeviceNames {
-		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: n, Threads: r.Config.Threads})
+	for i, n := range r.DeviceNames {
+		info := profiler.DeviceInfo{Name: n, Threads: r.Config.Threads}
+		if i < len(r.GPUs) {
+			info.GPU = r.GPUs[i]
+		}
+		env.Devices = append(env.Devices, info)
 	}
 	return env
 }

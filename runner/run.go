@@ -12,6 +12,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
 	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
 )
 
 // RunOptions are how many steps a run takes and what it measures besides
@@ -71,8 +72,10 @@ type Result struct {
 	Model *models.Model
 	// Partition holds the stage bounds over the model's blocks.
 	Partition []int
-	// DeviceNames names the devices in stage order.
+	// DeviceNames names the devices in stage order; GPUs describes the
+	// GPU behind each (nil entries, or nil, for devices that are not).
 	DeviceNames []string
+	GPUs        []*profiler.GPUInfo
 	// HugePages is what the first device says of huge pages (see
 	// profiler.Environment), or "" if its backend does not say.
 	HugePages string
@@ -136,6 +139,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 	}
 	for _, d := range t.devs {
 		res.DeviceNames = append(res.DeviceNames, d.Name())
+		res.GPUs = append(res.GPUs, gpuInfo(d))
 	}
 	if hp, ok := t.devs[0].(interface{ HugePages() string }); ok {
 		res.HugePages = hp.HugePages()
@@ -199,4 +203,18 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// gpuInfo describes the GPU behind d, or returns nil for a device that is
+// not one.
+func gpuInfo(d tensor.Device) *profiler.GPUInfo {
+	a, ok := d.(tensor.Accelerator)
+	if !ok {
+		return nil
+	}
+	i := a.AcceleratorInfo()
+	return &profiler.GPUInfo{
+		Model: i.Model, Ordinal: i.Ordinal, Share: i.Share, Driver: i.Driver, Libraries: i.Libraries,
+		MemoryFreeBytes: i.FreeBytes, MemoryTotalBytes: i.TotalBytes,
+	}
 }

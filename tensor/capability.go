@@ -28,3 +28,28 @@ func IsSymbolic(d Device) bool {
 	s, ok := d.(SymbolicDevice)
 	return ok && s.Symbolic()
 }
+
+// Accelerator is implemented by devices that are (a share of) a GPU: they
+// describe it for run records.
+type Accelerator interface {
+	AcceleratorInfo() AcceleratorInfo
+}
+
+// AcceleratorInfo describes the GPU behind a device.
+type AcceleratorInfo struct {
+	// Model is the GPU's name ("NVIDIA H200"); Ordinal its index among
+	// the machine's GPUs.
+	Model   string
+	Ordinal int
+	// Share says how the device has its GPU: "whole" (one device per
+	// GPU) or "stream" (one stream among the process's devices on that
+	// GPU, all multiprocessors shared).
+	Share string
+	// Driver is the CUDA driver's version; Libraries the matrix and
+	// convolution libraries in use, with versions ("cublas 12.8.4").
+	Driver    string
+	Libraries []string
+	// FreeBytes and TotalBytes are the GPU's memory as the driver saw it
+	// when asked (every process and device on it together).
+	FreeBytes, TotalBytes int64
+}

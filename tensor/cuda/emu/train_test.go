@@ -1,0 +1,73 @@
+//go:build cudaemu
+
+package emu
+
+import (
+	"context"
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// TestTrainsLikeTheCPU trains a small mlp for two steps of GPipe on two
+// emulated GPUs and on the CPU backend: the losses and weights must
+// agree to float32 rounding.
+func TestTrainsLikeTheCPU(t *testing.T) {
+	// relTol: two steps of float32 kernels that sum in other orders (and
+	// the CPU's fused multiply-adds) differ by some ulps of each value.
+	const relTol = 1e-4
+	run := func(backend string) *runner.Result {
+		cfg := config.Config{
+			Model: "mlp", ModelConfig: models.Config{Sizes: []int{48, 32, 32, 5}}, Batch: 8, Seed: 7,
+			Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2},
+			Backend:  backend, Threads: 1, SGD: config.DefaultSGD(),
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := runner.Run(ctx, cfg, runner.RunOptions{Steps: 2, Weights: true})
+		if err != nil {
+			t.Fatalf("%s: %v", backend, err)
+		}
+		return res
+	}
+	emu, cpu := run(BackendName), run(tensor.CPUBackend)
+	for i := range cpu.Steps {
+		got, want := emu.Steps[i].Loss, cpu.Steps[i].Loss
+		if math.Abs(got-want) > relTol*math.Abs(want) || math.IsNaN(got) {
+			t.Errorf("step %d: loss %v on the emulator, %v on the CPU", i, got, want)
+		}
+	}
+	names := make([]string, 0, len(cpu.Weights))
+	for n := range cpu.Weights {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(emu.Weights) != len(cpu.Weights) {
+		t.Fatalf("%d weight tensors on the emulator, %d on the CPU", len(emu.Weights), len(cpu.Weights))
+	}
+	for _, n := range names {
+		got, want := emu.Weights[n], cpu.Weights[n]
+		if len(got) != len(want) {
+			t.Errorf("%s: %d weights on the emulator, %d on the CPU", n, len(got), len(want))
+			continue
+		}
+		var diff, scale float64
+		for i := range want {
+			diff = math.Max(diff, math.Abs(float64(got[i])-float64(want[i])))
+			scale = math.Max(scale, math.Abs(float64(want[i])))
+		}
+		if !(diff <= relTol*scale) {
+			t.Errorf("%s: weights differ by %.3g, %.3g of their largest", n, diff, diff/scale)
+		}
+	}
+	if g := emu.GPUs; len(g) != 2 || g[0] == nil || g[0].Model != "pipecast CUDA emulator" {
+		t.Errorf("the run records GPUs %v, want the emulator's twice", g)
+	}
+}

@@ -1,0 +1,162 @@
+// The kernels of pipecast's CUDA backend: the contract between the CUDA C
+// in this folder and the Go that launches it (tensor/cuda generates its
+// typed launch functions from these prototypes; see gen_launch.go).
+//
+// Conventions:
+//   - every kernel is extern "C" and named pc_*; its parameters are
+//     float* / const float* (device pointers, already offset to the
+//     tensor's first element), const int* (labels), double* (per-row
+//     losses), int, long long, float or unsigned long long; nothing else;
+//   - tensors are dense, row-major, NCHW for images;
+//   - element counts that may pass 2^31 are long long; kernels loop with
+//     a grid stride, so any grid covers any size;
+//   - a kernel whose name ends in _acc accumulates into its output (+=),
+//     as parameter gradients are accumulated; every other kernel
+//     overwrites its output;
+//   - reductions are deterministic: no atomics on floats, each output
+//     summed by one thread block in a fixed order, accumulated in double
+//     where the comment says so.
+#ifndef PIPECAST_KERNELS_H
+#define PIPECAST_KERNELS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- elementwise ----
+__global__ void pc_fill(float* y, long long n, float v);
+__global__ void pc_scale(float* y, long long n, float alpha);
+// y = a + b; y may alias a or b.
+__global__ void pc_add(float* y, const float* a, const float* b, long long n);
+// y += alpha·x.
+__global__ void pc_axpy(float* y, const float* x, long long n, float alpha);
+// y = max(x, 0); y may alias x.
+__global__ void pc_relu_fwd(const float* x, float* y, long long n);
+// dx = dy where y > 0, else 0; dx may alias dy.
+__global__ void pc_relu_bwd(const float* y, const float* dy, float* dx, long long n);
+
+// ---- bias ----
+// y[r, c] += bias[c] for y [rows, cols] (linear layers).
+__global__ void pc_bias_rows(float* y, const float* bias, long long rows, int cols);
+// y[n, c, p] += bias[c] for y [n, c, hw] (convolutions).
+__global__ void pc_bias_nchw(float* y, const float* bias, int n, int c, int hw);
+// dbias[c] += Σ_r dy[r, c] for dy [rows, cols]; one block per column
+// group, summed in double.
+__global__ void pc_col_sums_acc(const float* dy, float* dbias, int rows, int cols);
+// dbias[c] += Σ_{n,p} dy[n, c, p] for dy [n, c, hw]; one block per
+// channel, summed in double.
+__global__ void pc_channel_sums_acc(const float* dy, float* dbias, int n, int c, int hw);
+
+// ---- matrix product (the fallback when cuBLAS is absent) ----
+// c = alpha·op(a)·op(b) + beta·c, row-major: op(a) m×k, op(b) k×n, c m×n;
+// op(a) = aᵀ when transA (a is then k×m), lda/ldb/ldc the row strides.
+// beta == 0 overwrites c (NaNs in c do not survive).
+__global__ void pc_sgemm(int transA, int transB, int m, int n, int k, float alpha,
+                         const float* a, int lda, const float* b, int ldb,
+                         float beta, float* c, int ldc);
+
+// ---- convolution (implicit GEMM: the fallback when cuDNN is absent) ----
+// Shapes: x [n, c, h, w], weights [o, c, kh, kw], y [n, o, oh, ow];
+// strides sh, sw and zero padding ph, pw (groups 1, dilation 1).
+// y = conv(x, w) (no bias: pc_bias_nchw adds it).
+__global__ void pc_conv_fwd(const float* x, const float* wt, float* y,
+                            int n, int c, int h, int w, int o, int kh, int kw,
+                            int sh, int sw, int ph, int pw, int oh, int ow);
+// dx = the gradient with respect to x (overwritten).
+__global__ void pc_conv_bwd_data(const float* dy, const float* wt, float* dx,
+                                 int n, int c, int h, int w, int o, int kh, int kw,
+                                 int sh, int sw, int ph, int pw, int oh, int ow);
+// dw += the gradient with respect to the weights.
+__global__ void pc_conv_bwd_filter_acc(const float* x, const float* dy, float* dw,
+                                       int n, int c, int h, int w, int o, int kh, int kw,
+                                       int sh, int sw, int ph, int pw, int oh, int ow);
+
+// ---- batch norm (x [n, c, hw]; hw = 1 for [n, c]) ----
+// Per channel, one block each, in double: mean, the biased variance, and
+// invstd = 1/sqrt(var + eps).
+__global__ void pc_bn_stats(const float* x, float* mean, float* var, float* invstd,
+                            int n, int c, int hw, float eps);
+// run = (1 − momentum)·run + momentum·stat with the unbiased variance
+// var·count/(count − 1), count = n·hw > 1.
+__global__ void pc_bn_running(float* runMean, float* runVar, const float* mean,
+                              const float* var, int c, long long count, float momentum);
+// invstd = 1/sqrt(runVar + eps) (for the eval forward).
+__global__ void pc_bn_invstd(const float* runVar, float* invstd, int c, float eps);
+// y = (x − mean)·invstd·gamma + beta.
+__global__ void pc_bn_apply(const float* x, float* y, const float* mean, const float* invstd,
+                            const float* gamma, const float* beta, int n, int c, int hw);
+// Per channel, one block each, in double: sumdy = Σ dy and sumdyxhat =
+// Σ dy·(x − mean)·invstd.
+__global__ void pc_bn_bwd_reduce(const float* x, const float* dy, const float* mean,
+                                 const float* invstd, float* sumdy, float* sumdyxhat,
+                                 int n, int c, int hw);
+// dx = gamma·invstd·(dy − sumdy/M − xhat·sumdyxhat/M), M = n·hw.
+__global__ void pc_bn_bwd_data(const float* x, const float* dy, const float* mean,
+                               const float* invstd, const float* gamma,
+                               const float* sumdy, const float* sumdyxhat, float* dx,
+                               int n, int c, int hw);
+// dgamma += sumdyxhat, dbeta += sumdy.
+__global__ void pc_bn_param_grads_acc(float* dgamma, float* dbeta, const float* sumdy,
+                                      const float* sumdyxhat, int c);
+
+// ---- pooling (x [n, c, h, w], y [n, c, oh, ow]) ----
+// The maximum of each window, padding counting as −∞.
+__global__ void pc_maxpool_fwd(const float* x, float* y, int n, int c, int h, int w,
+                               int oh, int ow, int kh, int kw, int sh, int sw, int ph, int pw);
+// dx: each window's dy goes to the first position (row-major) holding the
+// window's maximum; each dx element gathers the windows it is that of.
+__global__ void pc_maxpool_bwd(const float* x, const float* dy, float* dx, int n, int c,
+                               int h, int w, int oh, int ow, int kh, int kw,
+                               int sh, int sw, int ph, int pw);
+// The mean of each window, the divisor kh·kw (padding counts as zeros).
+__global__ void pc_avgpool_fwd(const float* x, float* y, int n, int c, int h, int w,
+                               int oh, int ow, int kh, int kw, int sh, int sw, int ph, int pw);
+// dx gathers dy/(kh·kw) from each window that holds it.
+__global__ void pc_avgpool_bwd(const float* dy, float* dx, int n, int c, int h, int w,
+                               int oh, int ow, int kh, int kw, int sh, int sw, int ph, int pw);
+// Output cell (i, j) averages rows floor(i·h/oh) to ceil((i+1)·h/oh) and
+// the columns likewise (torch's AdaptiveAvgPool2d).
+__global__ void pc_adaptive_avgpool_fwd(const float* x, float* y, int n, int c, int h, int w,
+                                        int oh, int ow);
+__global__ void pc_adaptive_avgpool_bwd(const float* dy, float* dx, int n, int c, int h, int w,
+                                        int oh, int ow);
+
+// ---- channels ----
+// dst[:, coff:coff+ci] = src for src [n, ci, hw], dst [n, ctotal, hw].
+__global__ void pc_concat_part(const float* src, float* dst, int n, int ci, int ctotal,
+                               int coff, int hw);
+// dst = src[:, coff:coff+ci] for src [n, ctotal, hw], dst [n, ci, hw].
+__global__ void pc_split_part(const float* src, float* dst, int n, int ci, int ctotal,
+                              int coff, int hw);
+
+// ---- dropout ----
+// y[r, e] = x[r, e]·scale where tensor.DropoutKeep keeps element e of
+// sample sample0 + r (rows of rowLen elements), else 0: the sample's hash
+// is mix64 of the key as tensor.DropoutSampleHash computes it, and the
+// element is kept when mix64(hash + e·0x9e3779b97f4a7c15) >> 40 ≥
+// threshold. scale = 1/(1 − p). Used for the backward too (x = dy).
+__global__ void pc_dropout(const float* x, float* y, int rows, int rowLen,
+                           unsigned long long seed, unsigned long long step,
+                           unsigned long long layer, long long sample0,
+                           int threshold, float scale);
+
+// ---- loss ----
+// For each row r of logits [rows, classes], one block: losses[r] =
+// scale·(logsumexp(row) − row[labels[r]]) in double and, unless dlogits
+// is NULL, dlogits[r] = scale·(softmax(row) − onehot(labels[r])).
+__global__ void pc_softmax_xent(const float* logits, const int* labels, float* dlogits,
+                                double* losses, int rows, int classes, float scale);
+
+// ---- optimizer ----
+// One step of torch.optim.SGD (tensor.SGDParams): d = g + wd·w; buf = d
+// when first, else momentum·buf + (1 − dampening)·d; d = d + momentum·buf
+// if nesterov, else buf; w −= lr·d. buf is NULL when momentum is 0 (then
+// d is used as is).
+__global__ void pc_sgd(float* w, const float* g, float* buf, long long n, float lr,
+                       float momentum, float dampening, float wd, int nesterov, int first);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
