@@ -6,7 +6,11 @@
 #   build  compiles them into tensor/cuda/kernels/kernels.fatbin, which
 #          package tensor/cuda/kernels embeds (commit it with the sources):
 #          SASS for sm_80 (A100) and sm_90 (H100/H200), and compute_90 PTX
-#          that the driver JIT-compiles for newer GPUs.
+#          that the driver JIT-compiles for newer GPUs. It also writes
+#          kernels.fatbin.sources, the SHA-256 of kernels.h and of every
+#          .cu file the fatbin was built from (sha256sum's lines, sorted by
+#          name), which a test of package tensor/cuda/kernels compares with
+#          the files, so that a fatbin not rebuilt after an edit fails it.
 #   check  compiles them to PTX for compute_90 and assembles that with
 #          ptxas -v, failing on any error, on a kernel count that differs
 #          from kernels.h's, or on register spills; it prints one line.
@@ -63,7 +67,9 @@ build)
 		-gencode arch=compute_90,code=sm_90 \
 		-gencode arch=compute_90,code=compute_90 \
 		-o "$dir/kernels.fatbin" "$dir/all.cu"
-	echo "cuda-kernels: wrote $dir/kernels.fatbin ($(wc -c <"$dir/kernels.fatbin") bytes)"
+	# The names bare and in C order, as TestFatbinIsCurrent lists them.
+	(cd "$dir" && printf '%s\n' kernels.h *.cu | LC_ALL=C sort | xargs sha256sum) >"$dir/kernels.fatbin.sources"
+	echo "cuda-kernels: wrote $dir/kernels.fatbin ($(wc -c <"$dir/kernels.fatbin") bytes) and kernels.fatbin.sources"
 	;;
 check)
 	tmp=$(mktemp -d)

@@ -39,6 +39,12 @@ type Backend struct {
 	Description string
 	// Open returns a new device.
 	Open func(Options) (Device, error)
+	// Memory, when set, returns the free bytes of each physical device
+	// the backend's devices are placed on (device k on entry k mod the
+	// count): a GPU backend's memory, which the checks before a run
+	// compare forecast peaks with. Nil for backends whose devices use
+	// host memory.
+	Memory func() ([]int64, error)
 }
 
 var (

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/tensor"
 )
 
 // TestProfileRefusesWhatCannotRun drives profile through every kind of
@@ -65,5 +69,39 @@ func TestProfileRefusesWhatCannotRun(t *testing.T) {
 				t.Errorf("the dataset changed: %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestGPUShortfall checks the per-GPU memory check: devices k on GPU
+// k mod the count, their peaks summed in one process, each alone in a
+// multi-process run.
+func TestGPUShortfall(t *testing.T) {
+	const gib = int64(1) << 30
+	mem := func(peaks ...int64) []tensor.MemStats {
+		out := make([]tensor.MemStats, len(peaks))
+		for i, p := range peaks {
+			out[i].PeakTotalBytes = p
+		}
+		return out
+	}
+	one := config.Config{}
+	mpi := config.Config{Transport: profiler.TransportMPI}
+	for _, c := range []struct {
+		cfg  config.Config
+		mem  []tensor.MemStats
+		free []int64
+		want string // a substring of the refusal, "" for none
+	}{
+		{one, mem(3*gib, 3*gib), []int64{8 * gib}, ""},
+		{one, mem(5*gib, 5*gib), []int64{8 * gib}, "GPU 0 need 10.0 GiB"},
+		{one, mem(5*gib, 5*gib), []int64{8 * gib, 8 * gib}, ""},
+		{one, mem(1*gib, 1*gib, 1*gib, 7*gib), []int64{8 * gib, 7 * gib}, "GPU 1 need 8.00 GiB"},
+		{mpi, mem(5*gib, 5*gib), []int64{8 * gib}, ""},
+		{mpi, mem(9*gib), []int64{8 * gib}, "GPU 0 need 9.00 GiB"},
+	} {
+		got := gpuShortfall(c.cfg, c.mem, c.free)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("gpuShortfall(%v, free %v) = %q, want %q", c.mem, c.free, got, c.want)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DPar
 		return
 	}
 	a := convArgs(op, s)
-	d.launchConvBwdData(gridTiles(s.C, s.N*s.H*s.W), blockTile, pdy, pw, pdx,
+	d.launchConvBwdData(gridPhases(s.C, s.N, s.H, s.W, s.StrideH, s.StrideW), blockTile, pdy, pw, pdx,
 		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12])
 }
 
@@ -106,13 +106,35 @@ func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.
 	if d.dnn != nil {
 		d.withWorkspace(op, func(ws func(int64) (Ptr, error)) error { return d.dnn.ConvBackwardFilter(s, px, pdy, pdw, ws) })
 	} else {
-		a := convArgs(op, s)
-		d.launchConvBwdFilterAcc(gridTiles(s.O, s.C*s.KH*s.KW), blockTile, px, pdy, pdw,
-			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12])
+		d.convBwdFilterKernel(op, s, px, pdy, pdw)
 	}
 	if dbias != nil {
 		d.launchChannelSumsAcc(gridPerItem(s.O), block1D, pdy, PtrOf(dbias), i32(op, s.N), i32(op, s.O), i32(op, s.OH*s.OW))
 	}
+}
+
+// convBwdFilterKernel accumulates dw += the filters' gradient with the
+// kernels: pc_conv_bwd_filter_acc in one pass when the tiles of dw fill
+// the GPU, else pc_conv_bwd_filter_part over a split of the depth
+// n·oh·ow (depthSplit) into a Workspace of the parts, which
+// pc_sum_parts_acc adds onto dw in order. The workspace is released once
+// both are queued: the stream runs whatever reuses it after them.
+func (d *Device) convBwdFilterKernel(op string, s ConvShape, px, pdy, pdw Ptr) {
+	a := convArgs(op, s)
+	grid := gridTiles(s.O, s.C*s.KH*s.KW)
+	parts, chunk := depthSplit(int(grid[0])*int(grid[1]), s.N*s.OH*s.OW, d.sms)
+	if parts == 1 {
+		d.launchConvBwdFilterAcc(grid, blockTile, px, pdy, pdw,
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12])
+		return
+	}
+	n := s.O * s.C * s.KH * s.KW
+	part := d.scratch(op, parts*n)
+	defer part.Release()
+	grid[2] = uint32(parts)
+	d.launchConvBwdFilterPart(grid, blockTile, px, pdy, PtrOf(part),
+		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], i32(op, chunk))
+	d.launchSumPartsAcc(gridStride(int64(n)), block1D, PtrOf(part), pdw, int64(n), i32(op, parts))
 }
 
 // convArgs returns the sizes the convolution kernels take after their

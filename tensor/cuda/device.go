@@ -35,6 +35,9 @@ type Device struct {
 	// driver has none or the environment forces the kernels.
 	blas BLAS
 	dnn  DNN
+	// sms is the GPU's multiprocessor count, which sizes the depth split
+	// of the filter gradient (see depthSplit).
+	sms int
 	// staging is the host buffer of copies from devices of other
 	// backends, kept for the next one.
 	staging []float32
@@ -59,7 +62,20 @@ func New(drv Driver, backend, name string) *Device {
 	if os.Getenv(convEnv) != forceKernel {
 		d.dnn = drv.DNN()
 	}
+	d.sms = h200SMs
+	if m, ok := drv.(MultiprocessorCounter); ok && m.Multiprocessors() > 0 {
+		d.sms = m.Multiprocessors()
+	}
 	return d
+}
+
+// MultiprocessorCounter is what a Driver may implement besides Driver to
+// say how many streaming multiprocessors its GPU has (the cuda driver
+// does); Device sizes the split of deep products by it, and by an H200's
+// count for a driver that cannot say (the emulator). Only the split, and
+// so the rounding of those products, depends on it.
+type MultiprocessorCounter interface {
+	Multiprocessors() int
 }
 
 // Name returns the device's name, such as "cuda:0".

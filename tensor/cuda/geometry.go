@@ -25,6 +25,32 @@ const (
 	// implicit-GEMM kernels computes, with a 16×16 block of threads (4×4
 	// outputs each).
 	gemmTile = 64
+	// gemmSlab is the depth those kernels take per step: a split of the
+	// depth into slab multiples leaves no part but the last a partial
+	// slab.
+	gemmSlab = 16
+)
+
+// The depth split of the filter gradient (pc_conv_bwd_filter_part, then
+// pc_sum_parts_acc): its product is a few 64×64 tiles deep in n·oh·ow,
+// so it splits the depth until the grid holds splitWaves blocks per
+// multiprocessor, enough to occupy every one with some to spare for the
+// imbalance between them.
+const (
+	// h200SMs is the streaming multiprocessor count of an H200 (and an
+	// H100 SXM), the GPU the split is sized for when the driver does not
+	// say how many its GPU has.
+	h200SMs = 132
+	// splitWaves is how many blocks per multiprocessor the split aims
+	// for.
+	splitWaves = 2
+	// minSplitDepth is the least depth a part walks: below it the
+	// parts' writes and their reduction cost more than the parallelism
+	// saves.
+	minSplitDepth = 256
+	// maxSplitParts caps the parts, and with them the workspace (parts
+	// tiles of the product) and the reduction's reads per element.
+	maxSplitParts = 64
 )
 
 var (
@@ -65,6 +91,41 @@ func gridTiles(m, n int) [3]uint32 {
 		panic(fmt.Sprintf("cuda: a product of %d×%d outputs needs a grid of %d×%d tiles, past the GPU's limit", m, n, x, y))
 	}
 	return [3]uint32{uint32(x), uint32(y), 1}
+}
+
+// depthSplit returns how to split the depth of a tiled product of tiles
+// blocks over sms multiprocessors: into parts of chunk depths each (the
+// last one the rest), parts = 1 and chunk = depth when it should not be
+// split. Parts are added until tiles·parts reaches splitWaves·sms blocks,
+// at most maxSplitParts, each at least minSplitDepth deep; chunk is a
+// multiple of gemmSlab, and no part is empty.
+func depthSplit(tiles, depth, sms int) (parts, chunk int) {
+	if sms < 1 {
+		sms = h200SMs
+	}
+	target := splitWaves * sms
+	if tiles <= 0 || depth <= 0 || tiles >= target {
+		return 1, depth
+	}
+	parts = min((target+tiles-1)/tiles, maxSplitParts, depth/minSplitDepth)
+	if parts <= 1 {
+		return 1, depth
+	}
+	chunk = ((depth+parts-1)/parts + gemmSlab - 1) / gemmSlab * gemmSlab
+	// Rounding chunk up may leave fewer parts; never fewer than 2, since
+	// depth ≥ 2·minSplitDepth.
+	return (depth + chunk - 1) / chunk, chunk
+}
+
+// gridPhases returns the grid of pc_conv_bwd_data: the tiles of the
+// largest phase's c × n·⌈h/sh⌉·⌈w/sw⌉ product, one z per phase.
+func gridPhases(c, n, h, w, sh, sw int) [3]uint32 {
+	g := gridTiles(c, n*((h+sh-1)/sh)*((w+sw-1)/sw))
+	if sh*sw > maxGridBlocks {
+		panic(fmt.Sprintf("cuda: a convolution of stride %d×%d needs %d phases, past the GPU's %d", sh, sw, sh*sw, maxGridBlocks))
+	}
+	g[2] = uint32(sh * sw)
+	return g
 }
 
 // empty reports a grid of no blocks.

@@ -88,7 +88,8 @@ func checkLaunches(t *testing.T, what string, f *fakeDriver, want []launchWant) 
 	for i, w := range want {
 		r := f.launches[i]
 		wantBlock := block1D
-		if w.k == KernelSgemm || w.k == KernelConvFwd || w.k == KernelConvBwdData || w.k == KernelConvBwdFilterAcc {
+		switch w.k {
+		case KernelSgemm, KernelConvFwd, KernelConvBwdData, KernelConvBwdFilterAcc, KernelConvBwdFilterPart:
 			wantBlock = blockTile
 		}
 		if r.k != w.k || r.grid != w.grid || r.block != wantBlock {

@@ -23,6 +23,8 @@ const (
 	KernelConvFwd
 	KernelConvBwdData
 	KernelConvBwdFilterAcc
+	KernelConvBwdFilterPart
+	KernelSumPartsAcc
 	KernelBnStats
 	KernelBnRunning
 	KernelBnInvstd
@@ -60,6 +62,8 @@ var kernelNames = [numKernels]string{
 	"pc_conv_fwd",
 	"pc_conv_bwd_data",
 	"pc_conv_bwd_filter_acc",
+	"pc_conv_bwd_filter_part",
+	"pc_sum_parts_acc",
 	"pc_bn_stats",
 	"pc_bn_running",
 	"pc_bn_invstd",
@@ -209,6 +213,31 @@ func (d *Device) launchConvBwdFilterAcc(grid, block [3]uint32, x Ptr, dy Ptr, dw
 	oh8 := uint64(uint32(oh))
 	ow8 := uint64(uint32(ow))
 	d.launch(KernelConvBwdFilterAcc, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&dw), unsafe.Pointer(&n8), unsafe.Pointer(&c8), unsafe.Pointer(&h8), unsafe.Pointer(&w8), unsafe.Pointer(&o8), unsafe.Pointer(&kh8), unsafe.Pointer(&kw8), unsafe.Pointer(&sh8), unsafe.Pointer(&sw8), unsafe.Pointer(&ph8), unsafe.Pointer(&pw8), unsafe.Pointer(&oh8), unsafe.Pointer(&ow8)})
+}
+
+// launchConvBwdFilterPart queues pc_conv_bwd_filter_part.
+func (d *Device) launchConvBwdFilterPart(grid, block [3]uint32, x Ptr, dy Ptr, part Ptr, n int32, c int32, h int32, w int32, o int32, kh int32, kw int32, sh int32, sw int32, ph int32, pw int32, oh int32, ow int32, kchunk int32) {
+	n8 := uint64(uint32(n))
+	c8 := uint64(uint32(c))
+	h8 := uint64(uint32(h))
+	w8 := uint64(uint32(w))
+	o8 := uint64(uint32(o))
+	kh8 := uint64(uint32(kh))
+	kw8 := uint64(uint32(kw))
+	sh8 := uint64(uint32(sh))
+	sw8 := uint64(uint32(sw))
+	ph8 := uint64(uint32(ph))
+	pw8 := uint64(uint32(pw))
+	oh8 := uint64(uint32(oh))
+	ow8 := uint64(uint32(ow))
+	kchunk8 := uint64(uint32(kchunk))
+	d.launch(KernelConvBwdFilterPart, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&part), unsafe.Pointer(&n8), unsafe.Pointer(&c8), unsafe.Pointer(&h8), unsafe.Pointer(&w8), unsafe.Pointer(&o8), unsafe.Pointer(&kh8), unsafe.Pointer(&kw8), unsafe.Pointer(&sh8), unsafe.Pointer(&sw8), unsafe.Pointer(&ph8), unsafe.Pointer(&pw8), unsafe.Pointer(&oh8), unsafe.Pointer(&ow8), unsafe.Pointer(&kchunk8)})
+}
+
+// launchSumPartsAcc queues pc_sum_parts_acc.
+func (d *Device) launchSumPartsAcc(grid, block [3]uint32, part Ptr, dw Ptr, len_ int64, parts int32) {
+	parts8 := uint64(uint32(parts))
+	d.launch(KernelSumPartsAcc, grid, block, []unsafe.Pointer{unsafe.Pointer(&part), unsafe.Pointer(&dw), unsafe.Pointer(&len_), unsafe.Pointer(&parts8)})
 }
 
 // launchBnStats queues pc_bn_stats.

@@ -44,6 +44,11 @@ var convCases = []convCase{
 	// Large enough that im2col, col2im and the GEMM tiles of a single
 	// sample are spread over the threads.
 	{name: "3x3 s1 p1 batch 1 32x32", n: 1, c: 8, h: 32, w: 32, o: 12, kh: 3, kw: 3, p: convParams(1, 1, 1, 1), bias: true},
+	// Deep enough (N·OH·OW = 1058) that a GPU backend splits the filter
+	// gradient's depth into parts, the last one shorter, over two row
+	// tiles of 64 (O = 70); stride 2 with padding gives the backward data
+	// inputs of four different tap sets.
+	{name: "3x3 s2 p1 O > 64 deep", n: 2, c: 3, h: 45, w: 45, o: 70, kh: 3, kw: 3, p: convParams(2, 2, 1, 1), bias: true},
 }
 
 func testConv2D(t *testing.T, dev tensor.Device) {

@@ -28,7 +28,10 @@ type Driver struct {
 	closed bool
 }
 
-var _ cuda.Driver = (*Driver)(nil)
+var (
+	_ cuda.Driver                = (*Driver)(nil)
+	_ cuda.MultiprocessorCounter = (*Driver)(nil)
+)
 
 // Open opens logical device index on physical GPU index mod the GPU
 // count: on first use of that GPU it retains its primary context, loads
@@ -308,6 +311,10 @@ func (d *Driver) MemInfo() (free, total int64, err error) {
 	free, total, err = cu.MemInfo()
 	return free, total, cuError("cuMemGetInfo", err)
 }
+
+// Multiprocessors returns the GPU's streaming multiprocessor count
+// (cuda.MultiprocessorCounter), or 0 when the driver did not say.
+func (d *Driver) Multiprocessors() int { return d.gpu.sms }
 
 // Info describes the logical device. Share is "stream" while more than
 // one logical device is open on the GPU.

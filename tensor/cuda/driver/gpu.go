@@ -26,6 +26,7 @@ type gpu struct {
 	ordinal int
 	dev     cu.Device
 	name    string
+	sms     int // multiprocessors, 0 if the driver did not say
 	ctx     cu.CUContext
 	fns     [cuda.NumKernels]cu.Function
 
@@ -98,6 +99,11 @@ func newGPU(ordinal int) (*gpu, error) {
 		return nil, cuError("cuDeviceGetName", err)
 	}
 	g := &gpu{ordinal: ordinal, dev: dev, name: name}
+	// The count only sizes the split of deep products: without it, the
+	// backend assumes an H200's.
+	if sms, err := dev.Attribute(cu.MultiprocessorCount); err == nil {
+		g.sms = sms
+	}
 	if g.ctx, err = dev.RetainPrimaryCtx(); err != nil {
 		return nil, cuError(fmt.Sprintf("cuDevicePrimaryCtxRetain on GPU %d (%s)", ordinal, name), err)
 	}

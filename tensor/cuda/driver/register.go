@@ -4,6 +4,7 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 
 	"gorgonia.org/cu"
 
@@ -25,7 +26,32 @@ func init() {
 			}
 			return cuda.New(drv, BackendName, fmt.Sprintf("%s:%d", BackendName, o.Index)), nil
 		},
+		Memory: freeMemory,
 	})
+}
+
+// freeMemory returns each GPU's free memory, as the checks before a run
+// compare forecast peaks with it. It sets each GPU up as Open would.
+func freeMemory() ([]int64, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, cuError("cuDeviceGetCount", err)
+	}
+	out := make([]int64, n)
+	for i := range out {
+		runtime.LockOSThread()
+		g, err := acquireGPU(i)
+		if err == nil {
+			out[i], _, err = cu.MemInfo()
+			err = cuError("cuMemGetInfo", err)
+			g.release()
+		}
+		runtime.UnlockOSThread()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // description names the GPUs for the backend list. Register takes a

@@ -47,61 +47,67 @@ static int pc_emu_dispatch(int k, void** args) {
 		pc_conv_bwd_filter_acc(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
 		return 0;
 	case 14:
-		pc_bn_stats(*(const float**)args[0], *(float**)args[1], *(float**)args[2], *(float**)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(float*)args[7]);
+		pc_conv_bwd_filter_part(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15], *(int*)args[16]);
 		return 0;
 	case 15:
-		pc_bn_running(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4], *(long long*)args[5], *(float*)args[6]);
+		pc_sum_parts_acc(*(const float**)args[0], *(float**)args[1], *(long long*)args[2], *(int*)args[3]);
 		return 0;
 	case 16:
-		pc_bn_invstd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(float*)args[3]);
+		pc_bn_stats(*(const float**)args[0], *(float**)args[1], *(float**)args[2], *(float**)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(float*)args[7]);
 		return 0;
 	case 17:
-		pc_bn_apply(*(const float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
+		pc_bn_running(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4], *(long long*)args[5], *(float*)args[6]);
 		return 0;
 	case 18:
-		pc_bn_bwd_reduce(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
+		pc_bn_invstd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(float*)args[3]);
 		return 0;
 	case 19:
-		pc_bn_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(const float**)args[6], *(float**)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10]);
+		pc_bn_apply(*(const float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
 		return 0;
 	case 20:
-		pc_bn_param_grads_acc(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4]);
+		pc_bn_bwd_reduce(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
 		return 0;
 	case 21:
-		pc_maxpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_bn_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(const float**)args[6], *(float**)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10]);
 		return 0;
 	case 22:
-		pc_maxpool_bwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14]);
+		pc_bn_param_grads_acc(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4]);
 		return 0;
 	case 23:
-		pc_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_maxpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 24:
-		pc_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_maxpool_bwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14]);
 		return 0;
 	case 25:
-		pc_adaptive_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
+		pc_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 26:
-		pc_adaptive_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
+		pc_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 27:
-		pc_concat_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
+		pc_adaptive_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
 		return 0;
 	case 28:
-		pc_split_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
+		pc_adaptive_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
 		return 0;
 	case 29:
-		pc_dropout(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(unsigned long long*)args[4], *(unsigned long long*)args[5], *(unsigned long long*)args[6], *(long long*)args[7], *(int*)args[8], *(float*)args[9]);
+		pc_concat_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
 		return 0;
 	case 30:
-		pc_softmax_xent(*(const float**)args[0], *(const int**)args[1], *(float**)args[2], *(double**)args[3], *(int*)args[4], *(int*)args[5], *(float*)args[6]);
+		pc_split_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
 		return 0;
 	case 31:
+		pc_dropout(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(unsigned long long*)args[4], *(unsigned long long*)args[5], *(unsigned long long*)args[6], *(long long*)args[7], *(int*)args[8], *(float*)args[9]);
+		return 0;
+	case 32:
+		pc_softmax_xent(*(const float**)args[0], *(const int**)args[1], *(float**)args[2], *(double**)args[3], *(int*)args[4], *(int*)args[5], *(float*)args[6]);
+		return 0;
+	case 33:
 		pc_sgd(*(float**)args[0], *(const float**)args[1], *(float**)args[2], *(long long*)args[3], *(float*)args[4], *(float*)args[5], *(float*)args[6], *(float*)args[7], *(int*)args[8], *(int*)args[9]);
 		return 0;
 	}
 	return -1;
 }
 
-#define PC_EMU_NUM_KERNELS 32
+#define PC_EMU_NUM_KERNELS 34

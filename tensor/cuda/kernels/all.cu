@@ -12,6 +12,7 @@
 #include "elementwise.cu"
 #include "gemm.cu"
 #include "conv.cu"
+#include "conv_filter.cu"
 #include "batchnorm.cu"
 #include "pool.cu"
 #include "channels.cu"

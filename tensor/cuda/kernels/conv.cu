@@ -1,7 +1,8 @@
-// conv.cu: the convolutions as implicit GEMMs — the forward, the gradient
-// with respect to the input and the one with respect to the weights — on
-// gemm.cu's 64×64 tiles, each gathering its im2col operand from x or dy as
-// it loads a slab, instead of materialising the lowered matrix.
+// conv.cu: the convolutions as implicit GEMMs — the forward and the
+// gradient with respect to the input here, the one with respect to the
+// weights in conv_filter.cu — on gemm.cu's 64×64 tiles, each gathering its
+// im2col operand from x or dy as it loads a slab, instead of materialising
+// the lowered matrix.
 //
 // Shapes: x [n, c, h, w], wt [o, c, kh, kw], y [n, o, oh, ow]. Offsets
 // within one sample are int (a sample holds far fewer than 2^31
@@ -124,39 +125,72 @@ extern "C" __global__ void pc_conv_fwd(const float* __restrict__ x, const float*
 	}
 }
 
-// ---- gradient of the input: M = c, N = n·hw, K = o·khw ----
+// ---- gradient of the input: M = c, N = n·hw, K = o·khw, by phase ----
 // dx[ni, ci, ih, iw] = Σ_(oi, ki, kj) wt[oi, ci, ki, kj]·dy[ni, oi, oy, ox]
-// where ih + ph − ki = oy·sh and iw + pw − kj = ox·sw fall in the output:
-// op(a) is wt viewed c×K with depth (oi, ki, kj), op(b) gathers dy, K×N,
-// column (ni, ih, iw). A thread keeps one row of op(a) (consecutive
-// threads, consecutive channels: contiguous for 1×1 kernels) and one
-// column of op(b) (consecutive inputs), both at depths d, d + 4, d + 8,
-// d + 12 of each slab. With strides above 1 most terms fail the
-// divisibility test and load nothing.
+// over the taps with ih + ph − ki = oy·sh and iw + pw − kj = ox·sw in the
+// output. Only the taps ki ≡ ih + ph (mod sh) can hit one, so the inputs
+// are split into sh·sw phases (ry, rx) = ((ih + ph) mod sh, (iw + pw) mod
+// sw), one per blockIdx.z, and each phase is a GEMM of its own over just
+// its taps: M = c, N = the phase's n·hy·wx inputs, K = o·kha·kwa with
+// ki = ry + a·sh (a < kha), kj = rx + b·sw (b < kwa). With qy = (ih + ph −
+// ry)/sh, tap a reads output row qy − a: no division, no wasted term (a
+// stride-2 layer would otherwise do 4× the arithmetic, mostly on zeros).
+// Stride 1 is one phase, the whole GEMM. The terms that remain are added
+// in the same order as over all taps, so the result is the same.
+
+// PcPhase is one phase of the input gradient: its residues, its first
+// input row and column, how many rows and columns it has, its taps per
+// kernel row and column, and the output row and column its first input
+// row and column start the taps from.
+struct PcPhase {
+	int ry, rx, ih0, iw0, hy, wx, kha, kwa, qy0, qx0;
+};
+
+// pc_phase_axis sets one axis of a phase: r the residue, i0 the first
+// input of [0, size) with (i + pad) mod s = r, cnt how many there are,
+// taps how many of the kernel's k taps are ≡ r (mod s), and q0 = (i0 +
+// pad − r)/s (≥ 0: i0 + pad − r is a multiple of s above −s).
+static __device__ __forceinline__ void pc_phase_axis(int r, int size, int k, int s, int pad, int* i0, int* cnt,
+                                                     int* taps, int* q0) {
+	*i0 = ((r - pad) % s + s) % s;
+	*cnt = *i0 < size ? (size - 1 - *i0) / s + 1 : 0;
+	*taps = r < k ? (k - 1 - r) / s + 1 : 0;
+	*q0 = (*i0 + pad - r) / s;
+}
+
+static __device__ __forceinline__ PcPhase pc_phase(const PcConv& g, int z) {
+	PcPhase f;
+	f.ry = z / g.sw;
+	f.rx = z - f.ry * g.sw;
+	pc_phase_axis(f.ry, g.h, g.kh, g.sh, g.ph, &f.ih0, &f.hy, &f.kha, &f.qy0);
+	pc_phase_axis(f.rx, g.w, g.kw, g.sw, g.pw, &f.iw0, &f.wx, &f.kwa, &f.qx0);
+	return f;
+}
+
+// op(a) is wt viewed c×K with depth (oi, a, b), op(b) gathers dy, K×N,
+// column (ni, iy, ix) of the phase. A thread keeps one row of op(a)
+// (consecutive threads, consecutive channels: contiguous for 1×1 kernels)
+// and one column of op(b) (consecutive inputs of the phase, so
+// consecutive outputs of dy), both at depths d, d + 4, d + 8, d + 12 of
+// each slab; d.hi < ob says the depth is below K (ob = 0 when the phase
+// has no taps, its radices kr, kc then 1 instead of 0).
 static __device__ __forceinline__ void pc_conv_bwd_data_load(const float* __restrict__ wt,
                                                              const float* __restrict__ dys,
-                                                             const PcConv& g, bool rowOK, int ci,
-                                                             bool colOK, int ihp, int iwp, bool unit,
-                                                             PcDigits d, PcDigits step4, float* ra,
-                                                             float* rb) {
+                                                             const PcConv& g, const PcPhase& f, bool rowOK,
+                                                             int ci, bool colOK, int qy, int qx, int ob,
+                                                             int kr, int kc, PcDigits d, PcDigits step4,
+                                                             float* ra, float* rb) {
 	PC_UNROLL
 	for (int r = 0; r < 4; ++r) {
-		bool kOK = d.hi < g.o;
-		ra[r] = (rowOK && kOK) ? wt[(d.hi * g.c + ci) * g.khw + d.mid * g.kw + d.lo] : 0.0f;
-		int yy = ihp - d.mid, xx = iwp - d.lo;
+		bool kOK = d.hi < ob;
+		int ki = f.ry + d.mid * g.sh, kj = f.rx + d.lo * g.sw;
+		ra[r] = (rowOK && kOK) ? wt[(d.hi * g.c + ci) * g.khw + ki * g.kw + kj] : 0.0f;
+		int oy = qy - d.mid, ox = qx - d.lo;
 		float v = 0.0f;
-		if (colOK && kOK && yy >= 0 && xx >= 0) {
-			int oy = yy, ox = xx;
-			bool hit = true;
-			if (!unit) {
-				oy = yy / g.sh;
-				ox = xx / g.sw;
-				hit = oy * g.sh == yy && ox * g.sw == xx;
-			}
-			if (hit && oy < g.oh && ox < g.ow) v = dys[d.hi * g.ohw + oy * g.ow + ox];
-		}
+		if (colOK && kOK && (unsigned)oy < (unsigned)g.oh && (unsigned)ox < (unsigned)g.ow)
+			v = dys[d.hi * g.ohw + oy * g.ow + ox];
 		rb[r] = v;
-		d = pc_digits_add(d, step4, g.kh, g.kw);
+		d = pc_digits_add(d, step4, kr, kc);
 	}
 }
 
@@ -166,52 +200,54 @@ extern "C" __global__ void pc_conv_bwd_data(const float* __restrict__ dy, const 
 	alignas(16) __shared__ float pcBwdDataA[PC_SLAB][PC_SROW];
 	alignas(16) __shared__ float pcBwdDataB[PC_SLAB][PC_SROW];
 	PcConv g = pc_conv(n, c, h, w, o, kh, kw, sh, sw, ph, pw, oh, ow);
+	PcPhase f = pc_phase(g, blockIdx.z);
 	int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
 	int m0 = blockIdx.y * PC_TILE, n0 = blockIdx.x * PC_TILE;
-	int M = c, N = n * g.hw, K = o * g.khw;
+	int M = c, N = n * f.hy * f.wx, K = o * f.kha * f.kwa;
+	// The grid is sized for the largest phase: a block past this one's
+	// inputs has nothing to write. The test is uniform over the block and
+	// before any barrier.
+	if (n0 >= N) return;
+	int kr = f.kha > 0 ? f.kha : 1, kc = f.kwa > 0 ? f.kwa : 1, ob = K > 0 ? o : 0;
 
 	int ai = t & 63, kb = t >> 6; // row (and column) of the thread, first depth
 	int ci = m0 + ai;
 	bool rowOK = ci < M;
 	int gn = n0 + ai;
 	bool colOK = gn < N;
-	int ni = 0, ih = 0, iw = 0;
-	if (colOK) {
-		ni = gn / g.hw;
-		int q = gn - ni * g.hw;
-		ih = q / w;
-		iw = q - ih * w;
-	}
-	const float* dys = dy + (long long)ni * o * g.ohw;
-	bool unit = sh == 1 && sw == 1;
-	PcDigits kd = pc_digits(kb, kh, kw); // (oi, ki, kj) of depth kb
-	PcDigits step4 = pc_digits(4, kh, kw), step16 = pc_digits(PC_SLAB, kh, kw);
+	PcDigits cd = pc_digits(colOK ? gn : 0, f.hy, f.wx); // (ni, iy, ix) in the phase
+	const float* dys = dy + (long long)cd.hi * o * g.ohw;
+	int qy = f.qy0 + cd.mid, qx = f.qx0 + cd.lo;
+	PcDigits kd = pc_digits(kb, kr, kc); // (oi, a, b) of depth kb
+	PcDigits step4 = pc_digits(4, kr, kc), step16 = pc_digits(PC_SLAB, kr, kc);
 
 	float acc[4][4];
 	pc_tile_zero(acc);
 	float ra[4], rb[4];
-	pc_conv_bwd_data_load(wt, dys, g, rowOK, ci, colOK, ih + ph, iw + pw, unit, kd, step4, ra, rb);
+	pc_conv_bwd_data_load(wt, dys, g, f, rowOK, ci, colOK, qy, qx, ob, kr, kc, kd, step4, ra, rb);
 	for (int k0 = 0; k0 < K; k0 += PC_SLAB) {
 		pc_tile_store_slab(pcBwdDataA, pcBwdDataB, ra, rb, ai, kb, 0, 4, ai, kb, 0, 4);
 		__syncthreads();
 		if (k0 + PC_SLAB < K) {
-			kd = pc_digits_add(kd, step16, kh, kw);
-			pc_conv_bwd_data_load(wt, dys, g, rowOK, ci, colOK, ih + ph, iw + pw, unit, kd, step4, ra, rb);
+			kd = pc_digits_add(kd, step16, kr, kc);
+			pc_conv_bwd_data_load(wt, dys, g, f, rowOK, ci, colOK, qy, qx, ob, kr, kc, kd, step4, ra, rb);
 		}
 		pc_tile_slab(pcBwdDataA, pcBwdDataB, acc, tx, ty);
 		__syncthreads();
 	}
 
-	// Output column (ni, q) of row ci is dx[ni, ci, q]; every element of
-	// dx is some (row, column), so dx is overwritten whole.
+	// Output column (ni, iy, ix) of row ci is dx[ni, ci, ih0 + iy·sh,
+	// iw0 + ix·sw]; every element of dx is in one phase as some (row,
+	// column), so the phases overwrite dx whole (a phase without taps
+	// writes its zeros).
 	long long colOff[4];
 	PC_UNROLL
 	for (int j = 0; j < 4; ++j) {
 		int col = n0 + 4 * tx + j;
 		colOff[j] = -1;
 		if (col < N) {
-			int cn = col / g.hw;
-			colOff[j] = (long long)cn * c * g.hw + (col - cn * g.hw);
+			PcDigits q = pc_digits(col, f.hy, f.wx);
+			colOff[j] = (long long)q.hi * c * g.hw + (f.ih0 + q.mid * sh) * w + f.iw0 + q.lo * sw;
 		}
 	}
 	PC_UNROLL
@@ -221,92 +257,5 @@ extern "C" __global__ void pc_conv_bwd_data(const float* __restrict__ dy, const 
 		PC_UNROLL
 		for (int j = 0; j < 4; ++j)
 			if (colOff[j] >= 0) dx[colOff[j] + (long long)row * g.hw] = acc[i][j];
-	}
-}
-
-// ---- gradient of the weights: M = o, N = c·khw, K = n·ohw ----
-// dw[oi, (ci, ki, kj)] += Σ_(ni, oy, ox) dy[ni, oi, oy, ox]·x_col: op(a)
-// is dy viewed o×K with depth (ni, oy, ox), op(b) im2col(x) transposed,
-// K×N. Both are contiguous along the depth, so a thread takes one depth
-// gk of each slab (16 consecutive outputs per warp row) and rows (and
-// columns) bj + 16r; its four columns' (ci, ki, kj) are worked out once.
-static __device__ __forceinline__ void pc_conv_bwd_filter_load(const float* __restrict__ x,
-                                                               const float* __restrict__ dy,
-                                                               const PcConv& g, int m0, int bj, PcDigits d,
-                                                               const bool* colOK, const int* xoff,
-                                                               const int* kiv, const int* kjv, float* ra,
-                                                               float* rb) {
-	bool kOK = d.hi < g.n;
-	int p = d.mid * g.ow + d.lo;
-	PC_UNROLL
-	for (int r = 0; r < 4; ++r) {
-		int oi = m0 + bj + 16 * r;
-		ra[r] = (kOK && oi < g.o) ? dy[((long long)d.hi * g.o + oi) * g.ohw + p] : 0.0f;
-	}
-	const float* xs = x + (long long)(kOK ? d.hi : 0) * g.c * g.hw;
-	int iyb = d.mid * g.sh - g.ph, ixb = d.lo * g.sw - g.pw;
-	PC_UNROLL
-	for (int r = 0; r < 4; ++r) {
-		int iy = iyb + kiv[r], ix = ixb + kjv[r];
-		float v = 0.0f;
-		if (kOK && colOK[r] && (unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w)
-			v = xs[xoff[r] + iy * g.w + ix];
-		rb[r] = v;
-	}
-}
-
-extern "C" __global__ void pc_conv_bwd_filter_acc(const float* __restrict__ x, const float* __restrict__ dy,
-                                                  float* __restrict__ dw, int n, int c, int h, int w, int o,
-                                                  int kh, int kw, int sh, int sw, int ph, int pw, int oh,
-                                                  int ow) {
-	alignas(16) __shared__ float pcBwdFilterA[PC_SLAB][PC_SROW];
-	alignas(16) __shared__ float pcBwdFilterB[PC_SLAB][PC_SROW];
-	PcConv g = pc_conv(n, c, h, w, o, kh, kw, sh, sw, ph, pw, oh, ow);
-	int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
-	int m0 = blockIdx.y * PC_TILE, n0 = blockIdx.x * PC_TILE;
-	int M = o, N = c * g.khw, K = n * g.ohw;
-
-	int kk = t & 15, bj = t >> 4;
-	bool colOK[4];
-	int xoff[4], kiv[4], kjv[4];
-	PC_UNROLL
-	for (int r = 0; r < 4; ++r) {
-		int col = n0 + bj + 16 * r;
-		colOK[r] = col < N;
-		PcDigits cd = pc_digits(colOK[r] ? col : 0, kh, kw); // (ci, ki, kj)
-		xoff[r] = cd.hi * g.hw;
-		kiv[r] = cd.mid;
-		kjv[r] = cd.lo;
-	}
-	PcDigits kd = pc_digits(kk, oh, ow); // (ni, oy, ox) of depth kk
-	PcDigits step16 = pc_digits(PC_SLAB, oh, ow);
-
-	float acc[4][4];
-	pc_tile_zero(acc);
-	float ra[4], rb[4];
-	pc_conv_bwd_filter_load(x, dy, g, m0, bj, kd, colOK, xoff, kiv, kjv, ra, rb);
-	for (int k0 = 0; k0 < K; k0 += PC_SLAB) {
-		pc_tile_store_slab(pcBwdFilterA, pcBwdFilterB, ra, rb, bj, kk, 16, 0, bj, kk, 16, 0);
-		__syncthreads();
-		if (k0 + PC_SLAB < K) {
-			kd = pc_digits_add(kd, step16, oh, ow);
-			pc_conv_bwd_filter_load(x, dy, g, m0, bj, kd, colOK, xoff, kiv, kjv, ra, rb);
-		}
-		pc_tile_slab(pcBwdFilterA, pcBwdFilterB, acc, tx, ty);
-		__syncthreads();
-	}
-
-	PC_UNROLL
-	for (int i = 0; i < 4; ++i) {
-		int row = m0 + 4 * ty + i;
-		if (row >= M) continue;
-		PC_UNROLL
-		for (int j = 0; j < 4; ++j) {
-			int col = n0 + 4 * tx + j;
-			if (col < N) {
-				float* p = dw + (long long)row * N + col;
-				*p = *p + acc[i][j];
-			}
-		}
 	}
 }

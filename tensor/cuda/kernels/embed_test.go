@@ -2,8 +2,13 @@ package kernels
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"testing"
 )
 
@@ -87,5 +92,36 @@ func TestFatbinHoldsEveryKernel(t *testing.T) {
 			what := map[int]string{1: "PTX", 2: "SASS"}[want.kind]
 			t.Errorf("kernels.fatbin has no %s for architecture %d", what, want.arch)
 		}
+	}
+}
+
+// TestFatbinIsCurrent checks that kernels.fatbin was built from the
+// sources as they are: scripts/cuda-kernels.sh build records the SHA-256
+// of kernels.h and of every .cu file in kernels.fatbin.sources, and an
+// edit to any of them, or a new or removed file, leaves that record
+// stale until the fatbin is rebuilt. (A rebuilt fatbin that is not
+// committed with the record shows as the record's change in review.)
+func TestFatbinIsCurrent(t *testing.T) {
+	const stale = "kernels.fatbin is stale: run bash scripts/cuda-kernels.sh build"
+	cu, err := filepath.Glob("*.cu")
+	if err != nil || len(cu) == 0 {
+		t.Fatalf("no .cu files here (%v)", err)
+	}
+	names := append(cu, "kernels.h")
+	sort.Strings(names) // byte order, as the script's LC_ALL=C sort
+	var want bytes.Buffer
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&want, "%x  %s\n", sha256.Sum256(b), n)
+	}
+	got, err := os.ReadFile("kernels.fatbin.sources")
+	if err != nil {
+		t.Fatalf("%s (%v)", stale, err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("%s\nkernels.fatbin.sources:\n%s\nthe sources now:\n%s", stale, got, want.Bytes())
 	}
 }

@@ -62,14 +62,27 @@ __global__ void pc_sgemm(int transA, int transB, int m, int n, int k, float alph
 __global__ void pc_conv_fwd(const float* x, const float* wt, float* y,
                             int n, int c, int h, int w, int o, int kh, int kw,
                             int sh, int sw, int ph, int pw, int oh, int ow);
-// dx = the gradient with respect to x (overwritten).
+// dx = the gradient with respect to x (overwritten). Block z computes
+// phase z = ry·sw + rx of the sh·sw phases: the inputs with (ih + ph) mod
+// sh = ry and (iw + pw) mod sw = rx, from the taps that reach them.
 __global__ void pc_conv_bwd_data(const float* dy, const float* wt, float* dx,
                                  int n, int c, int h, int w, int o, int kh, int kw,
                                  int sh, int sw, int ph, int pw, int oh, int ow);
-// dw += the gradient with respect to the weights.
+// dw += the gradient with respect to the weights, over the whole depth
+// K = n·oh·ow.
 __global__ void pc_conv_bwd_filter_acc(const float* x, const float* dy, float* dw,
                                        int n, int c, int h, int w, int o, int kh, int kw,
                                        int sh, int sw, int ph, int pw, int oh, int ow);
+// The depth split over gridDim.z: block z sums the depths [z·kchunk,
+// min((z + 1)·kchunk, K)) of the weights' gradient and writes (overwrites)
+// its tile in part + z·(o·c·kh·kw), laid out as dw.
+__global__ void pc_conv_bwd_filter_part(const float* x, const float* dy, float* part,
+                                        int n, int c, int h, int w, int o, int kh, int kw,
+                                        int sh, int sw, int ph, int pw, int oh, int ow,
+                                        int kchunk);
+// dw[i] += Σ_z part[z·len + i] for z = 0, 1, …, parts − 1 in that order,
+// in double, rounded once.
+__global__ void pc_sum_parts_acc(const float* part, float* dw, long long len, int parts);
 
 // ---- batch norm (x [n, c, hw]; hw = 1 for [n, c]) ----
 // Per channel, one block each, in double: mean, the biased variance, and
