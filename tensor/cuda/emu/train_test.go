@@ -29,13 +29,7 @@ func TestTrainsLikeTheCPU(t *testing.T) {
 			Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2},
 			Backend:  backend, Threads: 1, SGD: config.DefaultSGD(),
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res, err := runner.Run(ctx, cfg, runner.RunOptions{Steps: 2, Weights: true})
-		if err != nil {
-			t.Fatalf("%s: %v", backend, err)
-		}
-		return res
+		return train(t, cfg, 0, 2, time.Minute)
 	}
 	emu, cpu := run(BackendName), run(tensor.CPUBackend)
 	for i := range cpu.Steps {
@@ -58,16 +52,56 @@ func TestTrainsLikeTheCPU(t *testing.T) {
 			t.Errorf("%s: %d weights on the emulator, %d on the CPU", n, len(got), len(want))
 			continue
 		}
-		var diff, scale float64
-		for i := range want {
-			diff = math.Max(diff, math.Abs(float64(got[i])-float64(want[i])))
-			scale = math.Max(scale, math.Abs(float64(want[i])))
-		}
-		if !(diff <= relTol*scale) {
-			t.Errorf("%s: weights differ by %.3g, %.3g of their largest", n, diff, diff/scale)
+		if d, _ := weightDiff(got, want); !(d <= relTol) {
+			t.Errorf("%s: weights differ by %.3g of their largest", n, d)
 		}
 	}
 	if g := emu.GPUs; len(g) != 2 || g[0] == nil || g[0].Model != "pipecast CUDA emulator" {
 		t.Errorf("the run records GPUs %v, want the emulator's twice", g)
 	}
+}
+
+// train runs cfg for warmup and steps steps and keeps the trained weights.
+func train(t *testing.T, cfg config.Config, warmup, steps int, limit time.Duration) *runner.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := runner.Run(ctx, cfg, runner.RunOptions{Warmup: warmup, Steps: steps, Weights: true})
+	if err != nil {
+		t.Fatalf("%s on %s: %v", cfg, cfg.Backend, err)
+	}
+	return res
+}
+
+// weightDiff returns the largest difference between two tensors relative
+// to want's largest magnitude, and where it is (NaN, or +Inf for tensors
+// of different sizes, compare as failures).
+func weightDiff(got, want []float32) (float64, int) {
+	if len(got) != len(want) {
+		return math.Inf(1), 0
+	}
+	var diff, scale float64
+	at := 0
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); math.IsNaN(d) || d > diff {
+			diff, at = d, i
+		}
+		scale = math.Max(scale, math.Abs(float64(want[i])))
+	}
+	return diff / scale, at
+}
+
+// stageEnds names the first and last parameter tensors of every stage of
+// a run.
+func stageEnds(t *testing.T, r *runner.Result) []string {
+	t.Helper()
+	var names []string
+	for s := 0; s+1 < len(r.Partition); s++ {
+		ps := models.Params(r.Model.Stage(r.Partition[s], r.Partition[s+1]))
+		if len(ps) == 0 {
+			t.Fatalf("stage %d (blocks %d..%d) has no parameters", s, r.Partition[s], r.Partition[s+1])
+		}
+		names = append(names, ps[0].Name, ps[len(ps)-1].Name)
+	}
+	return names
 }
