@@ -102,20 +102,27 @@ func winnerAgreement(v *Validation) float64 {
 }
 
 func TestAccuracyMicrobatchHoldout(t *testing.T) {
-	v, err := Validate(context.Background(), readValidation(t), HoldoutMicrobatch, 1)
+	checkMicrobatchHoldout(t, readValidation(t), "")
+}
+
+// checkMicrobatchHoldout validates recs with micro-batch sizes held out
+// and checks the bars.
+func checkMicrobatchHoldout(t *testing.T, recs []profiler.Record, label string) {
+	t.Helper()
+	v, err := Validate(context.Background(), recs, HoldoutMicrobatch, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logValidation(t, v)
 	all := overall(v)
 	checkBars(t, []bar{
-		{name: "held-out micro-batch sizes: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
+		{name: label + "held-out micro-batch sizes: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
 		// 7.7 % on the committed records; 9.6–14.9 % on earlier ones,
 		// before tensors sat on huge pages, where per-sample block times
 		// rose at m = 16 in a way the smaller sizes did not show.
-		{name: "held-out micro-batch sizes: max error", got: all.MaxErr, limit: 0.10, enforced: true},
-		{name: "held-out micro-batch sizes: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
-		{name: "held-out micro-batch sizes: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
+		{name: label + "held-out micro-batch sizes: max error", got: all.MaxErr, limit: 0.10, enforced: true},
+		{name: label + "held-out micro-batch sizes: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
+		{name: label + "held-out micro-batch sizes: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
 	})
 }
 

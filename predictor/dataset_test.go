@@ -32,9 +32,12 @@ const generateEnv = "PIPECAST_GENERATE_VALIDATION"
 
 // validationOptions are the steps of each validation run: two warm-up
 // steps (the first measured step after one ran 0.7 % slow in the median),
-// five measured ones, per-block timing for the block fits and a transfer
-// calibration so that single-device records cost transfers too.
-var validationOptions = runner.RunOptions{Warmup: 2, Steps: 5, BlockTiming: true, Calibrate: true}
+// five measured ones, per-block timing for the block fits, a transfer
+// calibration so that single-device records cost transfers too, and the
+// co-location interference measurement (runner.CalibrateInterference) so
+// that single-device records can forecast devices that overlap. (The
+// committed validationData predates the interference measurement.)
+var validationOptions = runner.RunOptions{Warmup: 2, Steps: 5, BlockTiming: true, Calibrate: true, Interference: true}
 
 // validationRepeats is how many runs measure each configuration of the
 // dataset. Runs of one configuration differ by more than their steps do

@@ -67,6 +67,9 @@ type CostModel struct {
 	relErr   float64
 	samples  []int
 	devices  []int
+	// interference is the co-location slowdown per number of devices
+	// computing at once (see fitInterference); nil: none applied.
+	interference []profiler.InterferenceLevel
 }
 
 // blockFit holds one block's lines per phase; a phase that was never
@@ -237,6 +240,7 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 		return nil, err
 	}
 	c.fitOverheads(d)
+	c.fitInterference(recs)
 	c.fitScales(recs)
 	c.relErr = math.Hypot(c.blockResidual(d), profiler.Median(d.stepNoise))
 	c.samples = sortedKeys(d.samples)

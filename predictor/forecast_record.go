@@ -85,8 +85,13 @@ func (s *simulation) environment() profiler.Environment {
 	env := sourceEnv(s.c)
 	env.Version, env.Revision = buildinfo.Version(), buildinfo.Revision()
 	env.Backend = s.c.Key.Backend
-	// A forecast does not run: no process to measure.
+	// A forecast does not run: no process to measure. It says which
+	// interference it applied (none: no measurement).
 	env.PeakRSSBytes = 0
+	env.Interference = nil
+	if lv := s.c.Interference(); len(lv) > 1 {
+		env.Interference = &profiler.Interference{Work: "applied: the medians of the single-device records' measurements", Levels: lv}
+	}
 	env.Devices = nil
 	for d := range s.prog.Devices {
 		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: fmt.Sprintf("%s:%d", env.Backend, d), Threads: s.cfg.Threads})

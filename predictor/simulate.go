@@ -61,7 +61,7 @@ func Predict(ctx context.Context, c *CostModel, cfg config.Config) (profiler.Rec
 	if err := sim.price(); err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}
-	tl, err := schedule.Simulate(sim.prog, sim.cost)
+	tl, err := sim.simulate()
 	if err != nil {
 		return profiler.Record{}, fmt.Errorf("predict: %w", err)
 	}

@@ -48,6 +48,9 @@ type Validation struct {
 	Memory MemoryRow
 	// Skipped says which held-out runs had no forecast, and why.
 	Skipped []string
+	// Interference says, per fold and cost model, the co-location
+	// slowdowns the forecasts applied (none listed: none applied).
+	Interference []string
 }
 
 // ValidationRow aggregates the held-out configurations of one schedule,

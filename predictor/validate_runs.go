@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
@@ -20,6 +22,15 @@ func (v *Validation) add(ctx context.Context, f fold) error {
 	base, err := FitBaseline(f.train)
 	if err != nil {
 		return fmt.Errorf("validate %s: %w", f.name, err)
+	}
+	for _, k := range sortedFitKeys(fits) {
+		if lv := fits[k].Interference(); len(lv) > 1 {
+			var parts []string
+			for _, l := range lv[1:] {
+				parts = append(parts, fmt.Sprintf("×%.3f at %d devices", l.Factor, l.Devices))
+			}
+			v.Interference = append(v.Interference, fmt.Sprintf("%s, %s: interference %s", f.name, k, strings.Join(parts, ", ")))
+		}
 	}
 	for _, runs := range groupRuns(f.test) {
 		r := &runs[0]
@@ -135,4 +146,14 @@ func measuredSteps(runs []profiler.Record) (med, noise, spread float64) {
 		spread = (slices.Max(medians) - slices.Min(medians)) / profiler.Median(medians)
 	}
 	return med, profiler.Median(noises), spread
+}
+
+// sortedFitKeys returns fits' keys in a fixed order.
+func sortedFitKeys(fits map[Key]*CostModel) []Key {
+	keys := make([]Key, 0, len(fits))
+	for k := range fits {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
 }

@@ -67,6 +67,10 @@ type Environment struct {
 	// Calibration measures the transfer path the run used, so that even
 	// a single-device record lets the predictor cost transfers.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Interference measures how much devices computing at once on this
+	// machine slow each other, so that even a single-device record lets
+	// the predictor forecast co-located devices.
+	Interference *Interference `json:"interference,omitempty"`
 	// Transport is how the devices moved data: TransportInProcess (one
 	// process, the default; records that leave it out are in-process) or
 	// TransportMPI (one process per device); TransportVersion names the
@@ -146,6 +150,26 @@ type Calibration struct {
 	// bytes/bandwidth to the point-to-point samples.
 	LatencyNanos            float64 `json:"latency_nanos"`
 	BandwidthBytesPerSecond float64 `json:"bandwidth_bytes_per_second"`
+}
+
+// Interference is a measurement of co-location interference: the same
+// work timed on one device alone and on several devices at once.
+type Interference struct {
+	// Work says what was timed.
+	Work string `json:"work"`
+	// Levels holds one entry per number of devices computing at once,
+	// from 1 (factor 1) up.
+	Levels []InterferenceLevel `json:"levels"`
+}
+
+// InterferenceLevel is the slowdown at one concurrency: the median time
+// of the work with Devices devices computing at once over its median
+// alone, and the extremes of the timed repetitions on the same scale.
+type InterferenceLevel struct {
+	Devices int     `json:"devices"`
+	Factor  float64 `json:"factor"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
 }
 
 // TransferSample is one calibration measurement.

@@ -42,6 +42,7 @@ func (r *Result) environment() profiler.Environment {
 	env.Backend, env.HugePages = r.Config.Backend, r.HugePages
 	env.PeakRSSBytes = profiler.PeakRSSBytes()
 	env.Calibration = r.Calibration
+	env.Interference = r.Interference
 	env.Transport = r.Transport
 	if env.Transport == "" {
 		env.Transport = profiler.TransportInProcess

@@ -32,6 +32,14 @@ type RunOptions struct {
 	// the path among the job's processes) and is recorded instead.
 	Calibrate   bool
 	Calibration *profiler.Calibration
+	// Interference measures co-location interference once, before the
+	// first step (see CalibrateInterference), unless the run is one of
+	// several processes. Interferences, when set, is a measurement made
+	// already for the same model, micro-batch size and threads (a sweep
+	// measures once for its runs that share them) and is recorded
+	// instead.
+	Interference  bool
+	Interferences *profiler.Interference
 	// Group, when set, makes the run one of several processes: this
 	// process runs device Group.Rank() of Group.Size() = K, every rank
 	// calls Run with the same configuration and options, and rank 0's
@@ -93,6 +101,9 @@ type Result struct {
 	// Calibration is the transfer path's measurement, nil unless the
 	// options asked for it.
 	Calibration *profiler.Calibration
+	// Interference is the co-location interference measurement, nil
+	// unless the options asked for it.
+	Interference *profiler.Interference
 	// Warmup holds the warm-up steps (their losses matter for
 	// convergence; their times do not), Steps the measured ones.
 	Warmup []StepResult
@@ -166,6 +177,13 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 	case opts.Calibrate && g == nil:
 		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.Schedule.Devices); err != nil {
 			return nil, err
+		}
+	}
+	if opts.Interference && g == nil {
+		if res.Interference = opts.Interferences; res.Interference == nil {
+			if res.Interference, err = CalibrateInterference(ctx, t.cfg); err != nil {
+				return nil, err
+			}
 		}
 	}
 	t.alive()

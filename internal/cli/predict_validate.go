@@ -45,11 +45,12 @@ func renderValidation(w io.Writer, v *predictor.Validation, measured int, format
 		return reports.Render(w, t, reports.Format(format))
 	}
 	doc := struct {
-		Rows    []reports.Object    `json:"rows"`
-		Winners []predictor.Winner  `json:"winners"`
-		Memory  predictor.MemoryRow `json:"memory"`
-		Skipped []string            `json:"skipped"`
-	}{Rows: t.Objects(), Winners: v.Winners, Memory: v.Memory, Skipped: v.Skipped}
+		Rows         []reports.Object    `json:"rows"`
+		Winners      []predictor.Winner  `json:"winners"`
+		Memory       predictor.MemoryRow `json:"memory"`
+		Skipped      []string            `json:"skipped"`
+		Interference []string            `json:"interference"`
+	}{Rows: t.Objects(), Winners: v.Winners, Memory: v.Memory, Skipped: v.Skipped, Interference: v.Interference}
 	return writeJSON(w, doc)
 }
 
@@ -135,6 +136,9 @@ func validationTable(v *predictor.Validation, measured int) *reports.Table {
 	if m := v.Memory; m.N > 0 {
 		t.Footnotes = append(t.Footnotes, fmt.Sprintf("Peak memory of the largest device over %d configurations: MAPE %.1f %%, max error %.1f %%; "+
 			"largest error of any device %.1f %%.", m.N, 100*m.MAPE, 100*m.MaxErr, 100*m.DeviceMaxErr))
+	}
+	for _, s := range v.Interference {
+		t.Footnotes = append(t.Footnotes, "Applied co-location "+s+" (measured by the single-device records).")
 	}
 	for _, s := range v.Skipped {
 		t.Footnotes = append(t.Footnotes, "Not forecast: "+s+".")

@@ -97,7 +97,7 @@ func TestGPUShortfall(t *testing.T) {
 		{one, mem(5*gib, 5*gib), []int64{8 * gib, 8 * gib}, ""},
 		{one, mem(1*gib, 1*gib, 1*gib, 7*gib), []int64{8 * gib, 7 * gib}, "GPU 1 need 8.00 GiB"},
 		{mpi, mem(5*gib, 5*gib), []int64{8 * gib}, ""},
-		{mpi, mem(9*gib), []int64{8 * gib}, "GPU 0 need 9.00 GiB"},
+		{mpi, mem(9 * gib), []int64{8 * gib}, "GPU 0 need 9.00 GiB"},
 	} {
 		got := gpuShortfall(c.cfg, c.mem, c.free)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {

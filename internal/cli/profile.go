@@ -239,6 +239,10 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 	runCtx := context.WithoutCancel(ctx)
 	var recs []profiler.Record
 	var runErr error
+	// The sweep measures co-location interference once for the runs that
+	// share its work: the model and the micro-batch size, on the same
+	// backend and threads.
+	interference := map[string]*profiler.Interference{}
 	for i, cfg := range cfgs {
 		goOn, err := sr.proceed(runCtx, ctx.Err() == nil)
 		if err != nil {
@@ -250,7 +254,9 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 			break
 		}
 		prog.start(cfg.String())
-		rec, err := sr.run(runCtx, cfg, runner.RunOptions{Warmup: opts.Warmup, Steps: opts.Steps, BlockTiming: true, Calibrate: true, Timeout: opts.Timeout})
+		ro := runner.RunOptions{Warmup: opts.Warmup, Steps: opts.Steps, BlockTiming: true, Calibrate: true, Timeout: opts.Timeout,
+			Interference: true, Interferences: interference[interferenceKey(cfg)]}
+		rec, err := sr.run(runCtx, cfg, ro)
 		if err != nil {
 			runErr = fmt.Errorf("run %d of %d (%s): %w", i+1, len(cfgs), cfg, err)
 			break
@@ -265,6 +271,9 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 			}
 		}
 		recs = append(recs, *rec)
+		if rec.Env.Interference != nil {
+			interference[interferenceKey(cfg)] = rec.Env.Interference
+		}
 		prog.done()
 	}
 	prog.finish(runErr != nil)
@@ -292,4 +301,11 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 		}
 	}
 	return runErr
+}
+
+// interferenceKey identifies what CalibrateInterference measures for cfg:
+// runs with the same key share one measurement.
+func interferenceKey(cfg config.Config) string {
+	cfg = cfg.WithDefaults()
+	return fmt.Sprintf("%s %#v b=%d t=%d %s", cfg.Model, cfg.ModelConfig, cfg.Batch/cfg.Schedule.Micro, cfg.Threads, cfg.Backend)
 }

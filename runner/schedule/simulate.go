@@ -78,6 +78,12 @@ func isCollective(k OpKind) bool { return k == AllGather || k == AllToAll }
 // deadlock error names every blocked device and the op it waits in. It
 // runs in time linear in the number of ops.
 func Simulate(p *Program, cost func(device int, op Op) float64) (*Timeline, error) {
+	return simulate(p, func(k, i int) float64 { return cost(k, p.Devices[k][i]) })
+}
+
+// simulate is Simulate with each op's cost given by its position: cost(k,
+// i) is op i of device k's.
+func simulate(p *Program, cost func(device, op int) float64) (*Timeline, error) {
 	if p == nil || len(p.Devices) == 0 {
 		return nil, errors.New("simulate: empty program")
 	}
@@ -118,7 +124,7 @@ func Simulate(p *Program, cost func(device int, op Op) float64) (*Timeline, erro
 // simulation is the state of one Simulate call.
 type simulation struct {
 	p     *Program
-	cost  func(int, Op) float64
+	cost  func(device, op int) float64
 	t     *Timeline
 	next  []int     // next[k] is the index of device k's next op
 	clock []float64 // clock[k] is when device k is free
@@ -136,7 +142,7 @@ type simulation struct {
 // opCost returns the cost of op i of device k, checked.
 func (s *simulation) opCost(k, i int) (float64, error) {
 	o := s.p.Devices[k][i]
-	c := s.cost(k, o)
+	c := s.cost(k, i)
 	if c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
 		return 0, fmt.Errorf("simulate: device %d op %d (%v): cost %v, want a finite value ≥ 0", k, i, o, c)
 	}
