@@ -25,14 +25,8 @@ type bnLayout struct{ n, c, hw int }
 // or 4.
 func (d *Device) bnLayout(op string, x *tensor.Tensor) bnLayout {
 	d.mustOwn(op, x)
-	s := x.Shape()
-	switch len(s) {
-	case 2:
-		return bnLayout{s[0], s[1], 1}
-	case 4:
-		return bnLayout{s[0], s[1], s[2] * s[3]}
-	}
-	panic(fmt.Sprintf("cpu: %s: x shape %v, want [N, C, H, W] or [N, C]", op, s))
+	n, c, hw := tensor.BatchNormLayout(op, x)
+	return bnLayout{n, c, hw}
 }
 
 // block returns channels [c0, c1) of sample i, (c1 − c0)·hw values.

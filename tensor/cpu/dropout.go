@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/pipecast/pipecast/tensor"
@@ -23,13 +22,7 @@ func (d *Device) DropoutBackward(dy, dx *tensor.Tensor, p float32, key tensor.Dr
 // dropout applies the mask of (p, key) to in, scaled, writing out; the
 // forward and the backward are the same map.
 func (d *Device) dropout(op string, in, out *tensor.Tensor, p float32, key tensor.DropoutKey) {
-	if !(p >= 0 && p <= 1) { // also rejects NaN
-		panic(fmt.Sprintf("cpu: %s: probability %v outside [0, 1]", op, p))
-	}
-	mustAgree(op, out, in)
-	if in.Rank() == 0 {
-		panic(fmt.Sprintf("cpu: %s: a scalar has no samples", op))
-	}
+	tensor.CheckDropout(op, in, out, p)
 	src := d.data(op, in, in.Len())
 	dst := d.data(op, out, in.Len())
 	switch p {

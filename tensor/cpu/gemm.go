@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-
 	"github.com/pipecast/pipecast/tensor"
 )
 
@@ -50,21 +48,7 @@ type GemmShape struct {
 // share memory with a or b. With beta 0, c's previous contents are
 // ignored (a NaN there does not propagate), as in BLAS.
 func (d *Device) Gemm(transA, transB bool, alpha float32, a, b *tensor.Tensor, beta float32, c *tensor.Tensor) {
-	if a.Rank() != 2 || b.Rank() != 2 || c.Rank() != 2 {
-		panic(fmt.Sprintf("cpu: gemm: a %v, b %v, c %v: all must be 2-D", a.Shape(), b.Shape(), c.Shape()))
-	}
-	m, k := a.Dim(0), a.Dim(1)
-	if transA {
-		m, k = k, m
-	}
-	kb, n := b.Dim(0), b.Dim(1)
-	if transB {
-		kb, n = n, kb
-	}
-	if kb != k || c.Dim(0) != m || c.Dim(1) != n {
-		panic(fmt.Sprintf("cpu: gemm: op(a) %d×%d (a %v, transA %v) times op(b) %d×%d (b %v, transB %v) into c %v",
-			m, k, a.Shape(), transA, kb, n, b.Shape(), transB, c.Shape()))
-	}
+	m, n, k := tensor.GemmDims(transA, transB, a, b, c)
 	da := d.data("gemm", a, a.Len())
 	db := d.data("gemm", b, b.Len())
 	dc := d.data("gemm", c, c.Len())

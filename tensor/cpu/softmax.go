@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/pipecast/pipecast/tensor"
@@ -21,18 +20,7 @@ const softmaxKeep = 1024
 // loss carries no float32 round-off beyond the logits' own.
 func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
 	const op = "softmax cross-entropy"
-	if logits.Rank() != 2 {
-		panic(fmt.Sprintf("cpu: %s: logits of shape %v, want [N, classes]", op, logits.Shape()))
-	}
-	n, classes := logits.Dim(0), logits.Dim(1)
-	if len(labels) != n {
-		panic(fmt.Sprintf("cpu: %s: %d labels for %d rows of logits", op, len(labels), n))
-	}
-	for i, l := range labels {
-		if l < 0 || int(l) >= classes {
-			panic(fmt.Sprintf("cpu: %s: label %d of row %d outside [0, %d)", op, l, i, classes))
-		}
-	}
+	n, classes := tensor.CrossEntropyDims(op, logits, labels)
 	x := d.data(op, logits, logits.Len())
 	var dx []float32
 	if dlogits != nil {

@@ -20,14 +20,8 @@ type bnLayout struct{ n, c, hw int }
 // or 4.
 func (d *Device) bnLayout(op string, x *tensor.Tensor) bnLayout {
 	d.mustOwn(op, x)
-	s := x.Shape()
-	switch len(s) {
-	case 2:
-		return bnLayout{s[0], s[1], 1}
-	case 4:
-		return bnLayout{s[0], s[1], s[2] * s[3]}
-	}
-	panic(fmt.Sprintf("cuda: %s: x shape %v, want [N, C, H, W] or [N, C]", op, s))
+	n, c, hw := tensor.BatchNormLayout(op, x)
+	return bnLayout{n, c, hw}
 }
 
 // args returns n, c and hw as the kernels take them.
@@ -47,7 +41,7 @@ func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, sa
 	if l.n*l.hw <= 1 {
 		panic(fmt.Sprintf("cuda: %s: expected more than 1 value per channel when training, got input shape %v", op, x.Shape()))
 	}
-	mustAgree(op, x, y)
+	tensor.SameShape(op, x, y)
 	px, py := PtrOf(x), d.ptr(op, y, x.Len())
 	pg, pb := d.ptr(op, gamma, l.c), d.ptr(op, beta, l.c)
 	pm, pi := d.ptr(op, saveMean, l.c), d.ptr(op, saveInvStd, l.c)
@@ -74,7 +68,7 @@ func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, sa
 func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor, p tensor.BatchNormParams) {
 	const op = "batchnorm eval"
 	l := d.bnLayout(op, x)
-	mustAgree(op, x, y)
+	tensor.SameShape(op, x, y)
 	px, py := PtrOf(x), d.ptr(op, y, x.Len())
 	pg, pb := d.ptr(op, gamma, l.c), d.ptr(op, beta, l.c)
 	prm, prv := d.ptr(op, runMean, l.c), d.ptr(op, runVar, l.c)
@@ -92,7 +86,7 @@ func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor
 func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
 	const op = "batchnorm backward"
 	l := d.bnLayout(op, x)
-	mustAgree(op, x, dy, dx)
+	tensor.SameShape(op, x, dy, dx)
 	px, pdy, pdx := PtrOf(x), d.ptr(op, dy, x.Len()), d.ptr(op, dx, x.Len())
 	pg, pm, pi := d.ptr(op, gamma, l.c), d.ptr(op, saveMean, l.c), d.ptr(op, saveInvStd, l.c)
 	pdg, pdb := d.ptr(op, dgamma, l.c), d.ptr(op, dbeta, l.c)

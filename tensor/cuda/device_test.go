@@ -295,9 +295,9 @@ func TestKernelsCheckShapes(t *testing.T) {
 		name, want string
 		fn         func()
 	}{
-		{"add transposed", "cuda: add: shape [3 2] does not match [2 3]", func() { d.Add(a, a, b) }},
+		{"add transposed", "tensor: add: shape [3 2] does not match [2 3]", func() { d.Add(a, a, b) }},
 		{"tensor of another device", "cuda: scale: tensor on cudafake:1 used on cudafake:0", func() { d.Scale(foreign, 1) }},
-		{"gemm inner dimensions", "cuda: gemm: op(a) 2×3", func() { d.Gemm(false, false, 1, a, a, 0, b) }},
+		{"gemm inner dimensions", "tensor: gemm: op(a) 2×3", func() { d.Gemm(false, false, 1, a, a, 0, b) }},
 		{"single value per channel", "expected more than 1 value per channel", func() {
 			x := d.Alloc(tensor.Activations, 1, 3)
 			defer x.Release()

@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/pipecast/pipecast/tensor"
 )
 
@@ -31,7 +29,7 @@ func (d *Device) Scale(t *tensor.Tensor, alpha float32) {
 // Add sets y = a + b (pc_add); y may alias a or b.
 func (d *Device) Add(y, a, b *tensor.Tensor) {
 	const op = "add"
-	mustAgree(op, y, a, b)
+	tensor.SameShape(op, y, a, b)
 	n := y.Len()
 	d.launchAdd(gridStride(int64(n)), block1D, d.ptr(op, y, n), d.ptr(op, a, n), d.ptr(op, b, n), int64(n))
 }
@@ -39,7 +37,7 @@ func (d *Device) Add(y, a, b *tensor.Tensor) {
 // Axpy sets y += alpha·x (pc_axpy).
 func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor) {
 	const op = "axpy"
-	mustAgree(op, y, x)
+	tensor.SameShape(op, y, x)
 	n := y.Len()
 	d.launchAxpy(gridStride(int64(n)), block1D, d.ptr(op, y, n), d.ptr(op, x, n), int64(n), alpha)
 }
@@ -47,7 +45,7 @@ func (d *Device) Axpy(alpha float32, x, y *tensor.Tensor) {
 // ReLUForward sets y = max(x, 0) (pc_relu_fwd); y may alias x.
 func (d *Device) ReLUForward(x, y *tensor.Tensor) {
 	const op = "relu forward"
-	mustAgree(op, x, y)
+	tensor.SameShape(op, x, y)
 	n := x.Len()
 	d.launchReluFwd(gridStride(int64(n)), block1D, d.ptr(op, x, n), d.ptr(op, y, n), int64(n))
 }
@@ -56,17 +54,7 @@ func (d *Device) ReLUForward(x, y *tensor.Tensor) {
 // alias dy.
 func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor) {
 	const op = "relu backward"
-	mustAgree(op, y, dy, dx)
+	tensor.SameShape(op, y, dy, dx)
 	n := y.Len()
 	d.launchReluBwd(gridStride(int64(n)), block1D, d.ptr(op, y, n), d.ptr(op, dy, n), d.ptr(op, dx, n), int64(n))
-}
-
-// mustAgree panics unless every tensor has the shape of the first, with
-// this package's prefix so that a panic names the backend that caught it.
-func mustAgree(op string, ts ...*tensor.Tensor) {
-	for _, o := range ts[1:] {
-		if !o.Shape().Equal(ts[0].Shape()) {
-			panic(fmt.Sprintf("cuda: %s: shape %v does not match %v", op, o.Shape(), ts[0].Shape()))
-		}
-	}
 }

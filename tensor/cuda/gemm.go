@@ -12,21 +12,7 @@ import (
 // there does not propagate), as in BLAS.
 func (d *Device) Gemm(transA, transB bool, alpha float32, a, b *tensor.Tensor, beta float32, c *tensor.Tensor) {
 	const op = "gemm"
-	if a.Rank() != 2 || b.Rank() != 2 || c.Rank() != 2 {
-		panic(fmt.Sprintf("cuda: gemm: a %v, b %v, c %v: all must be 2-D", a.Shape(), b.Shape(), c.Shape()))
-	}
-	m, k := a.Dim(0), a.Dim(1)
-	if transA {
-		m, k = k, m
-	}
-	kb, n := b.Dim(0), b.Dim(1)
-	if transB {
-		kb, n = n, kb
-	}
-	if kb != k || c.Dim(0) != m || c.Dim(1) != n {
-		panic(fmt.Sprintf("cuda: gemm: op(a) %d×%d (a %v, transA %v) times op(b) %d×%d (b %v, transB %v) into c %v",
-			m, k, a.Shape(), transA, kb, n, b.Shape(), transB, c.Shape()))
-	}
+	m, n, k := tensor.GemmDims(transA, transB, a, b, c)
 	pa, pb, pc := d.ptr(op, a, a.Len()), d.ptr(op, b, b.Len()), d.ptr(op, c, c.Len())
 	d.sgemm(op, transA, transB, m, n, k, alpha, pa, a.Dim(1), pb, b.Dim(1), beta, pc, n)
 }

@@ -73,13 +73,7 @@ func (d *Device) DropoutBackward(dy, dx *tensor.Tensor, p float32, key tensor.Dr
 
 // dropout applies the mask of (p, key) to in, scaled, writing out.
 func (d *Device) dropout(op string, in, out *tensor.Tensor, p float32, key tensor.DropoutKey) {
-	if !(p >= 0 && p <= 1) { // also rejects NaN
-		panic(fmt.Sprintf("cuda: %s: probability %v outside [0, 1]", op, p))
-	}
-	mustAgree(op, out, in)
-	if in.Rank() == 0 {
-		panic(fmt.Sprintf("cuda: %s: a scalar has no samples", op))
-	}
+	tensor.CheckDropout(op, in, out, p)
 	n := in.Len()
 	pin, pout := d.ptr(op, in, n), d.ptr(op, out, n)
 	if n == 0 {
@@ -103,22 +97,11 @@ func (d *Device) dropout(op string, in, out *tensor.Tensor, p float32, key tenso
 // so the result does not depend on the GPU's scheduling.
 func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
 	const op = "softmax cross-entropy"
-	if logits.Rank() != 2 {
-		panic(fmt.Sprintf("cuda: %s: logits of shape %v, want [N, classes]", op, logits.Shape()))
-	}
-	n, classes := logits.Dim(0), logits.Dim(1)
-	if len(labels) != n {
-		panic(fmt.Sprintf("cuda: %s: %d labels for %d rows of logits", op, len(labels), n))
-	}
-	for i, l := range labels {
-		if l < 0 || int(l) >= classes {
-			panic(fmt.Sprintf("cuda: %s: label %d of row %d outside [0, %d)", op, l, i, classes))
-		}
-	}
+	n, classes := tensor.CrossEntropyDims(op, logits, labels)
 	px := d.ptr(op, logits, logits.Len())
 	var pdx Ptr
 	if dlogits != nil {
-		mustAgree(op, logits, dlogits)
+		tensor.SameShape(op, logits, dlogits)
 		pdx = d.ptr(op, dlogits, logits.Len())
 	}
 	if n == 0 {
@@ -145,7 +128,7 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 // Momentum is 0.
 func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {
 	const op = "sgd step"
-	mustAgree(op, w, g)
+	tensor.SameShape(op, w, g)
 	n := w.Len()
 	pw, pg := d.ptr(op, w, n), d.ptr(op, g, n)
 	var pb Ptr // NULL: the kernel uses no buffer without momentum
@@ -153,7 +136,7 @@ func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first boo
 		if buf == nil {
 			panic(fmt.Sprintf("cuda: %s: momentum %v needs a momentum buffer", op, p.Momentum))
 		}
-		mustAgree(op, w, buf)
+		tensor.SameShape(op, w, buf)
 		pb = d.ptr(op, buf, n)
 	}
 	d.launchSgd(gridStride(int64(n)), block1D, pw, pg, pb, int64(n),

@@ -69,7 +69,7 @@ func (d *Device) MaxPool2DForward(x, y *tensor.Tensor, p tensor.Pool2DParams) {
 func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DParams) {
 	const op = "maxpool2d backward"
 	a := d.poolCheck(op, x, dy, p)
-	mustAgree(op, x, dx)
+	tensor.SameShape(op, x, dx)
 	d.mustOwn(op, dx)
 	d.launchMaxpoolBwd(gridStride(int64(dx.Len())), block1D, PtrOf(x), PtrOf(dy), PtrOf(dx),
 		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11])
