@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -14,14 +15,17 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// Each device runs, at each concurrency level, one untimed forward and
-// then timed ones until they add up to interferenceTimed, at least
-// minInterferenceReps and at most maxInterferenceReps of them: a forward
-// of a small model takes a few milliseconds, and three of them left the
-// factors ±8 % apart from one measurement to the next.
+// After one untimed round, each concurrency level is timed in rounds
+// until device 0's whole forwards add up to interferenceTimed, at least
+// minInterferenceReps and at most maxInterferenceReps of them. The
+// default sweep's forwards take about 4 ms and its steps about 25 ms, so
+// two rounds keep the measurement near 4 % of its wall time. One
+// measurement's factor is noisy (successive ones of resnet50 at width
+// 0.25 spread 0.97–1.33 on a 2-core machine, with five rounds as with
+// two); the predictor takes the median over its records.
 const (
-	interferenceTimed   = 20e6 // ns per device and level
-	minInterferenceReps = 3
+	interferenceTimed   = 8e6 // ns per device and level
+	minInterferenceReps = 2
 	maxInterferenceReps = 40
 )
 
@@ -44,15 +48,16 @@ const maxInterferenceDevices = 8
 // oversubscription (its cores over the run's threads, at most 8), the
 // model is split into n stages by MACs; alone, device 0 runs the whole
 // forward and times each stage's span of it; together, device i runs
-// stage i on its input, all n starting at once. Level n's factor is the
-// median over repetitions of the stages' summed time together over the
-// median of their summed time alone; Min and Max are the extremes of the
-// repetitions on that scale. The levels and the alone runs take turns,
-// one repetition each, so that a change in what else the machine runs
-// meets all alike.
+// stage i on its input, all n starting at once. Each round times the
+// whole forward alone and then the stages together; level n's factor is
+// the median over rounds of the stages' summed time together over their
+// summed time alone, and Min and Max are the extremes of those ratios.
+// The levels and the alone runs take turns, one round each, so that a
+// change in what else the machine runs meets all alike.
 //
 // Where the machine runs one device only, the result holds level 1 alone.
-// It costs about 20 ms per level, or 4 forwards where one takes longer,
+// It costs, per level, an untimed round and then 8 ms of whole forwards
+// or two of them where one takes longer (each with its stages together),
 // besides building a replica of the model per device.
 func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.Interference, error) {
 	cfg = cfg.WithDefaults()
@@ -74,12 +79,15 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 			}
 		}
 	}()
+	// The replicas are built at once, one per device the machine runs.
+	errs := make([]error, levels)
+	var wg sync.WaitGroup
 	for i := range reps {
-		r, err := newReplica(cfg, i, threads, mb)
-		if err != nil {
-			return nil, fmt.Errorf("calibrate interference: %w", err)
-		}
-		reps[i] = r
+		wg.Go(func() { reps[i], errs[i] = newReplica(cfg, i, threads, mb) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("calibrate interference: %w", err)
 	}
 	split := cfg
 	split.Balance, split.Bounds = config.BalanceMACs, nil
@@ -91,10 +99,7 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 		}
 		bounds[n] = b
 	}
-	// The untimed whole forward sets how many to time.
-	first := reps[0].forwardSpans([]int{0, len(reps[0].model.Blocks)})[0]
-	count := int(min(max(interferenceTimed/max(float64(first), 1), minInterferenceReps), maxInterferenceReps))
-	// Each replica's input for its stage at each level, computed once.
+	// Each replica's input for its stage at each level.
 	inputs := make([][]*tensor.Tensor, levels+1)
 	defer func() {
 		for _, xs := range inputs {
@@ -103,20 +108,22 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 			}
 		}
 	}()
+	count := 0
 	for n := 2; n <= levels; n++ {
-		for i, r := range reps[:n] {
-			inputs[n] = append(inputs[n], r.stageInput(bounds[n][i]))
+		var whole int64
+		if inputs[n], whole = warmUp(reps[:n], bounds[n]); n == 2 {
+			count = int(min(max(interferenceTimed/max(float64(whole), 1), minInterferenceReps), maxInterferenceReps))
 		}
 	}
 	ratios := make([][]float64, levels+1)
-	for rep := range 1 + count {
+	for range count {
 		for n := 2; n <= levels; n++ {
 			alone := sum(reps[0].forwardSpans(bounds[n]))
 			together, err := stagesTogether(ctx, reps[:n], bounds[n], inputs[n])
 			if err != nil {
 				return nil, fmt.Errorf("calibrate interference at %d devices: %w", n, err)
 			}
-			if rep > 0 && alone > 0 { // the first round faults pages in and fills caches
+			if alone > 0 {
 				ratios[n] = append(ratios[n], together/alone)
 			}
 		}
@@ -128,6 +135,14 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 		})
 	}
 	return out, nil
+}
+
+func sum64(xs []int64) int64 {
+	var s int64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 func sum(xs []int64) float64 {
@@ -197,13 +212,29 @@ func (r *replica) run(lo, hi int, x *tensor.Tensor) *tensor.Tensor {
 	return y
 }
 
-// stageInput returns the input of block lo for the replica's batch.
-func (r *replica) stageInput(lo int) *tensor.Tensor {
-	if lo == 0 {
-		r.x.Retain()
-		return r.x
+// warmUp runs, untimed and all at once, the whole forward on replica 0
+// and on replica i > 0 the blocks up to the end of stage i of bounds,
+// which faults their pages in and fills their caches before anything is
+// timed. It returns each replica's input for its stage, and how long
+// replica 0's forward took.
+func warmUp(reps []*replica, bounds []int) ([]*tensor.Tensor, int64) {
+	inputs := make([]*tensor.Tensor, len(reps))
+	var whole int64
+	var wg sync.WaitGroup
+	for i, r := range reps {
+		wg.Go(func() {
+			if i == 0 {
+				whole = sum64(r.forwardSpans([]int{0, len(r.model.Blocks)}))
+				r.x.Retain()
+				inputs[0] = r.x
+				return
+			}
+			inputs[i] = r.run(0, bounds[i], r.x)
+			r.run(bounds[i], bounds[i+1], inputs[i]).Release()
+		})
 	}
-	return r.run(0, lo, r.x)
+	wg.Wait()
+	return inputs, whole
 }
 
 func (r *replica) close() {
