@@ -39,6 +39,15 @@ func packB32N(kc int, src *float32, ldb int, dst *float32, mask int)
 //go:noescape
 func packB32T(kc int, src *float32, idx *int32, dst *float32, mask int, half int)
 
+//go:noescape
+func packA6N(kc8 int, src *float32, lda int, dst *float32, alpha float32)
+
+//go:noescape
+func packA6T(kc int, src *float32, lda int, dst *float32, alpha float32)
+
+//go:noescape
+func packB16T(kc8 int, src *float32, ldb int, dst *float32)
+
 // gatherMaxLD bounds the leading dimensions the gathering packers take:
 // their offsets are 32-bit.
 const gatherMaxLD = 1 << 26
@@ -48,7 +57,7 @@ var (
 	gemmKernelAVX2   = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: func(kc int, a, b, c []float32, ldc int, acc bool) {
 		_, _, _ = a[kc*6-1], b[kc*16-1], c[5*ldc+15]
 		kernAVX2(kc, &a[0], &b[0], &c[0], ldc, acc)
-	}}
+	}, packA: packA256, packB: packB256}
 )
 
 // gemmKernels lists the micro-kernels this CPU can run, fastest first.
@@ -152,4 +161,58 @@ func partialAVX512(mb int) (int, func(kc int, a, b, c []float32, ldc int, acc bo
 func kern512(kc int, a, b, c []float32, ldc int, acc bool) {
 	_, _, _ = a[kc*12-1], b[kc*32-1], c[11*ldc+31]
 	kernAVX512(kc, &a[0], &b[0], &c[0], ldc, acc)
+}
+
+// packA256 is packA for 6-row slivers: full slivers through packA6N and
+// packA6T, the ragged last one and the kc mod 8 steps packA6N leaves
+// through the portable loops.
+func packA256(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32) {
+	full := mc / 6 * 6
+	for s := 0; s < full; s += 6 {
+		out := dst[s*kc : (s+6)*kc]
+		i0 := ic + s
+		if transA { // step p of the sliver is a[(pc+p)·lda + i0 …]
+			base := pc*lda + i0
+			_ = a[base+(kc-1)*lda+5]
+			packA6T(kc, &a[base], lda, &out[0], alpha)
+			continue
+		}
+		// row r of the sliver is a[(i0+r)·lda + pc …]
+		base := i0*lda + pc
+		kc8 := kc &^ 7
+		if kc8 > 0 {
+			_ = a[base+5*lda+kc8-1]
+			packA6N(kc8, &a[base], lda, &out[0], alpha)
+		}
+		if kc8 < kc {
+			packA(out[kc8*6:], false, a, lda, i0, pc+kc8, 6, kc-kc8, 6, alpha)
+		}
+	}
+	if full < mc {
+		packA(dst[full*kc:], transA, a, lda, ic+full, pc, mc-full, kc, mr, alpha)
+	}
+}
+
+// packB256 is packB for 16-column slivers: a run of columns per step is
+// a copy already, and full slivers of transposed B go through packB16T
+// for whole groups of 8 steps.
+func packB256(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
+	full := nc / 16 * 16
+	kc8 := kc &^ 7
+	if !transB || kc8 == 0 {
+		packB(dst, transB, b, ldb, pc, jc, kc, nc, nr)
+		return
+	}
+	for t := 0; t < full; t += 16 {
+		out := dst[t*kc : (t+16)*kc]
+		base := (jc+t)*ldb + pc
+		_ = b[base+15*ldb+kc8-1]
+		packB16T(kc8, &b[base], ldb, &out[0])
+		if kc8 < kc {
+			packB(out[kc8*16:], true, b, ldb, pc+kc8, jc+t, kc-kc8, 16, 16)
+		}
+	}
+	if full < nc {
+		packB(dst[full*kc:], true, b, ldb, pc, jc+full, kc, nc-full, nr)
+	}
 }

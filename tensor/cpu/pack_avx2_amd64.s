@@ -1,0 +1,166 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Packing routines of the avx2 micro-kernel (6×16 blocks) for the two
+// layouts whose portable loops scatter: rows of A along the inner
+// dimension (packA6N) and columns of B stored as rows (packB16T). Both
+// move 8 steps at a time through registers with an 8×8 transpose
+// (unpack, shuffle, lane permute: 24 shuffles for 64 values), and touch
+// exactly the elements they pack: full slivers and whole groups of 8
+// steps only; the callers pack ragged slivers and the last kc mod 8
+// steps with the portable loops. packA6T, the contiguous layout, moves
+// one step of 6 values at a time.
+
+// TRANSPOSE8 transposes the 8×8 block of rows Y0–Y7 into columns
+// Y8 (column 0) … Y15 (column 7), leaving Y0–Y7 undefined.
+#define TRANSPOSE8 \
+	VUNPCKLPS Y1, Y0, Y8 \
+	VUNPCKHPS Y1, Y0, Y9 \
+	VUNPCKLPS Y3, Y2, Y10 \
+	VUNPCKHPS Y3, Y2, Y11 \
+	VUNPCKLPS Y5, Y4, Y12 \
+	VUNPCKHPS Y5, Y4, Y13 \
+	VUNPCKLPS Y7, Y6, Y14 \
+	VUNPCKHPS Y7, Y6, Y15 \
+	VSHUFPS $0x44, Y10, Y8, Y0 \
+	VSHUFPS $0xEE, Y10, Y8, Y1 \
+	VSHUFPS $0x44, Y11, Y9, Y2 \
+	VSHUFPS $0xEE, Y11, Y9, Y3 \
+	VSHUFPS $0x44, Y14, Y12, Y4 \
+	VSHUFPS $0xEE, Y14, Y12, Y5 \
+	VSHUFPS $0x44, Y15, Y13, Y6 \
+	VSHUFPS $0xEE, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+// func packA6N(kc8 int, src *float32, lda int, dst *float32, alpha float32)
+// dst[p·6 + r] = alpha·src[r·lda + p] for r < 6 and p < kc8 (a multiple
+// of 8): rows of A along the inner dimension into a 6-row sliver.
+TEXT ·packA6N(SB), NOSPLIT, $0-36
+	MOVQ kc8+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ dst+24(FP), DI
+	SHRQ $3, CX
+	JEQ a6ndone
+	LEAQ (DX)(DX*2), R8 // 3·lda bytes
+
+a6nloop:
+	VBROADCASTSS alpha+32(FP), Y15
+	VMULPS (SI), Y15, Y0
+	VMULPS (SI)(DX*1), Y15, Y1
+	VMULPS (SI)(DX*2), Y15, Y2
+	VMULPS (SI)(R8*1), Y15, Y3
+	LEAQ (SI)(DX*4), R9
+	VMULPS (R9), Y15, Y4
+	VMULPS (R9)(DX*1), Y15, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TRANSPOSE8
+	// Step p's 6 values are lanes 0–5 of column p; each store but the
+	// last writes 2 lanes more, which the next step's store overwrites.
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 24(DI)
+	VMOVUPS Y10, 48(DI)
+	VMOVUPS Y11, 72(DI)
+	VMOVUPS Y12, 96(DI)
+	VMOVUPS Y13, 120(DI)
+	VMOVUPS Y14, 144(DI)
+	VMOVUPS X15, 168(DI)
+	VEXTRACTF128 $1, Y15, X15
+	VMOVQ X15, 184(DI)
+	ADDQ $32, SI
+	ADDQ $192, DI
+	DECQ CX
+	JNE a6nloop
+
+a6ndone:
+	VZEROUPPER
+	RET
+
+// func packA6T(kc int, src *float32, lda int, dst *float32, alpha float32)
+// dst[p·6 + r] = alpha·src[p·lda + r] for r < 6 and p < kc: steps of A
+// that are contiguous runs of rows into a 6-row sliver.
+TEXT ·packA6T(SB), NOSPLIT, $0-36
+	MOVQ kc+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ dst+24(FP), DI
+	VBROADCASTSS alpha+32(FP), X2
+	TESTQ CX, CX
+	JEQ a6tdone
+
+a6tloop:
+	VMULPS (SI), X2, X0
+	VMOVQ 16(SI), X1
+	VMULPS X1, X2, X1
+	VMOVUPS X0, (DI)
+	VMOVQ X1, 16(DI)
+	ADDQ DX, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNE a6tloop
+
+a6tdone:
+	RET
+
+// func packB16T(kc8 int, src *float32, ldb int, dst *float32)
+// dst[p·16 + j] = src[j·ldb + p] for j < 16 and p < kc8 (a multiple of
+// 8): rows of B (columns of op(B)) into a 16-column sliver.
+TEXT ·packB16T(SB), NOSPLIT, $0-32
+	MOVQ kc8+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), DX
+	SHLQ $2, DX
+	MOVQ dst+24(FP), DI
+	SHRQ $3, CX
+	JEQ b16tdone
+	LEAQ (DX)(DX*2), R8 // 3·ldb bytes
+
+b16tloop:
+	// Columns 0–7 of the sliver, then columns 8–15.
+	MOVQ SI, R9
+	MOVQ DI, R10
+	MOVQ $2, R11
+
+b16thalf:
+	VMOVUPS (R9), Y0
+	VMOVUPS (R9)(DX*1), Y1
+	VMOVUPS (R9)(DX*2), Y2
+	VMOVUPS (R9)(R8*1), Y3
+	LEAQ (R9)(DX*4), R12
+	VMOVUPS (R12), Y4
+	VMOVUPS (R12)(DX*1), Y5
+	VMOVUPS (R12)(DX*2), Y6
+	VMOVUPS (R12)(R8*1), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 0(R10)
+	VMOVUPS Y9, 64(R10)
+	VMOVUPS Y10, 128(R10)
+	VMOVUPS Y11, 192(R10)
+	VMOVUPS Y12, 256(R10)
+	VMOVUPS Y13, 320(R10)
+	VMOVUPS Y14, 384(R10)
+	VMOVUPS Y15, 448(R10)
+	LEAQ (R12)(DX*4), R9
+	ADDQ $32, R10
+	DECQ R11
+	JNE b16thalf
+
+	ADDQ $32, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNE b16tloop
+
+b16tdone:
+	VZEROUPPER
+	RET
