@@ -139,8 +139,21 @@ for m in "${list[@]}"; do
 	rows+=("$row")
 done
 
+# caches prints CPU 0's data and unified caches as sysfs gives them.
+caches() {
+	local d out=""
+	for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+		[ -r "$d/size" ] || continue
+		case $(cat "$d/type") in Instruction) continue ;; Data) t=d ;; *) t= ;; esac
+		out="$out${out:+, }L$(cat "$d/level")$t $(cat "$d/size")"
+	done
+	echo "${out:-unknown}"
+}
+
 echo
 echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $threads threads, $steps measured steps (median), $(date '+%Y-%m-%d')"
+echo
+echo "ISA: $(grep -m1 -o -w -E 'avx512f|avx2|fma' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')(GEMM kernel ${PIPECAST_GEMM_KERNEL:-the fastest}); caches: $(caches)"
 echo
 head="| model | px | batch | pipecast s/step | PyTorch s/step | ratio |"
 rule="| --- | --: | --: | --: | --: | --: |"

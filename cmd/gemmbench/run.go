@@ -55,6 +55,8 @@ func run(out, progress io.Writer, o options) error {
 		fmt.Fprintf(out, "%-10s %s\n", key+":", fmt.Sprintf(format, args...))
 	}
 	head("CPU", "%s (%d logical CPUs)", cpuModel(), runtime.NumCPU())
+	head("ISA", "%s", cpu.InstructionSets())
+	head("caches", "%s", profiler.FormatCaches(profiler.CPUCaches()))
 	head("date", "%s", time.Now().Format("2006-01-02 15:04 MST"))
 	head("go", "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	head("pipecast", "GEMM kernel %s, %d threads", cpu.GemmKernel(), o.threads)
