@@ -2,15 +2,17 @@
 
 #include "textflag.h"
 
-// Packing routines of the avx2 micro-kernel (6×16 blocks) for the two
-// layouts whose portable loops scatter: rows of A along the inner
-// dimension (packA6N) and columns of B stored as rows (packB16T). Both
-// move 8 steps at a time through registers with an 8×8 transpose
-// (unpack, shuffle, lane permute: 24 shuffles for 64 values), and touch
-// exactly the elements they pack: full slivers and whole groups of 8
-// steps only; the callers pack ragged slivers and the last kc mod 8
-// steps with the portable loops. packA6T, the contiguous layout, moves
-// one step of 6 values at a time.
+// Packing routines in AVX2 instructions. For the avx2 micro-kernel (6×16
+// blocks), the two layouts whose portable loops scatter: rows of A along
+// the inner dimension (packA6N) and columns of B stored as rows
+// (packB16T); for the avx512 one (12×32), the same two layouts, which its
+// gathers pack slowly on AMD's cores (packA12N8, packB32T8, at the end).
+// All four move 8 steps at a time through registers with an 8×8
+// transpose (unpack, shuffle, lane permute: 24 shuffles for 64 values),
+// and touch exactly the elements they pack: full slivers and whole
+// groups of 8 steps only; the callers pack ragged slivers and the last
+// kc mod 8 steps otherwise. packA6T, the contiguous layout, moves one
+// step of 6 values at a time.
 
 // TRANSPOSE8 transposes the 8×8 block of rows Y0–Y7 into columns
 // Y8 (column 0) … Y15 (column 7), leaving Y0–Y7 undefined.
@@ -162,5 +164,121 @@ b16thalf:
 	JNE b16tloop
 
 b16tdone:
+	VZEROUPPER
+	RET
+
+// func packA12N8(kc8 int, src *float32, lda int, dst *float32, alpha float32)
+// dst[p·12 + r] = alpha·src[r·lda + p] for r < 12 and p < kc8 (a
+// multiple of 8): packA12N for full slivers without gathers, which are
+// slow on some CPUs (AMD's among them). Rows 0–7 go through one 8×8
+// transpose, rows 8–11 through another with four rows of zeros, of
+// which each step keeps the low four lanes.
+TEXT ·packA12N8(SB), NOSPLIT, $0-36
+	MOVQ kc8+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ dst+24(FP), DI
+	SHRQ $3, CX
+	JEQ a12n8done
+	LEAQ (DX)(DX*2), R8 // 3·lda bytes
+
+a12n8loop:
+	VBROADCASTSS alpha+32(FP), Y15
+	VMULPS (SI), Y15, Y0
+	VMULPS (SI)(DX*1), Y15, Y1
+	VMULPS (SI)(DX*2), Y15, Y2
+	VMULPS (SI)(R8*1), Y15, Y3
+	LEAQ (SI)(DX*4), R9
+	VMULPS (R9), Y15, Y4
+	VMULPS (R9)(DX*1), Y15, Y5
+	VMULPS (R9)(DX*2), Y15, Y6
+	VMULPS (R9)(R8*1), Y15, Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 48(DI)
+	VMOVUPS Y10, 96(DI)
+	VMOVUPS Y11, 144(DI)
+	VMOVUPS Y12, 192(DI)
+	VMOVUPS Y13, 240(DI)
+	VMOVUPS Y14, 288(DI)
+	VMOVUPS Y15, 336(DI)
+	LEAQ (R9)(DX*4), R9
+	VBROADCASTSS alpha+32(FP), Y15
+	VMULPS (R9), Y15, Y0
+	VMULPS (R9)(DX*1), Y15, Y1
+	VMULPS (R9)(DX*2), Y15, Y2
+	VMULPS (R9)(R8*1), Y15, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TRANSPOSE8
+	VMOVUPS X8, 32(DI)
+	VMOVUPS X9, 80(DI)
+	VMOVUPS X10, 128(DI)
+	VMOVUPS X11, 176(DI)
+	VMOVUPS X12, 224(DI)
+	VMOVUPS X13, 272(DI)
+	VMOVUPS X14, 320(DI)
+	VMOVUPS X15, 368(DI)
+	ADDQ $32, SI
+	ADDQ $384, DI
+	DECQ CX
+	JNE a12n8loop
+
+a12n8done:
+	VZEROUPPER
+	RET
+
+// func packB32T8(kc8 int, src *float32, ldb int, dst *float32)
+// dst[p·32 + j] = src[j·ldb + p] for j < 32 and p < kc8 (a multiple of
+// 8): packB32T for full slivers without gathers, as four 8×8
+// transposes.
+TEXT ·packB32T8(SB), NOSPLIT, $0-32
+	MOVQ kc8+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), DX
+	SHLQ $2, DX
+	MOVQ dst+24(FP), DI
+	SHRQ $3, CX
+	JEQ b32t8done
+	LEAQ (DX)(DX*2), R8 // 3·ldb bytes
+
+b32t8loop:
+	MOVQ SI, R9
+	MOVQ DI, R10
+	MOVQ $4, R11
+
+b32t8group:
+	VMOVUPS (R9), Y0
+	VMOVUPS (R9)(DX*1), Y1
+	VMOVUPS (R9)(DX*2), Y2
+	VMOVUPS (R9)(R8*1), Y3
+	LEAQ (R9)(DX*4), R12
+	VMOVUPS (R12), Y4
+	VMOVUPS (R12)(DX*1), Y5
+	VMOVUPS (R12)(DX*2), Y6
+	VMOVUPS (R12)(R8*1), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 0(R10)
+	VMOVUPS Y9, 128(R10)
+	VMOVUPS Y10, 256(R10)
+	VMOVUPS Y11, 384(R10)
+	VMOVUPS Y12, 512(R10)
+	VMOVUPS Y13, 640(R10)
+	VMOVUPS Y14, 768(R10)
+	VMOVUPS Y15, 896(R10)
+	LEAQ (R12)(DX*4), R9
+	ADDQ $32, R10
+	DECQ R11
+	JNE b32t8group
+
+	ADDQ $32, SI
+	ADDQ $1024, DI
+	DECQ CX
+	JNE b32t8loop
+
+b32t8done:
 	VZEROUPPER
 	RET
