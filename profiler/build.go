@@ -56,11 +56,14 @@ type RunStep struct {
 
 // DeviceStep is what one device did in one step: its events (times from
 // the step's start; a compute op's per-block events before the op's own
-// event) and its memory peaks during the step.
+// event) and its memory peaks during the step. MemoryTrack, when set, is
+// the device's live memory over the step (see MemoryTrackOf); the record
+// keeps the first measured step's.
 type DeviceStep struct {
 	Events              []Event
 	PeakBytes           int64
 	PeakBytesByCategory map[string]int64
+	MemoryTrack         *MemoryTrack
 }
 
 // Build returns the run as a record: identified and dated now, with the
@@ -149,6 +152,7 @@ func (r *Run) devices() []Device {
 				dev.SentBytesPerStep, dev.ReceivedBytesPerStep = r.SentBytes[d]/n, r.ReceivedBytes[d]/n
 			}
 		}
+		dev.MemoryTrack = r.memoryTrack(d)
 		out[d] = dev
 	}
 	return out

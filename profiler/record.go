@@ -267,6 +267,9 @@ type Device struct {
 	// devices.
 	SentBytesPerStep     int64 `json:"sent_bytes_per_step"`
 	ReceivedBytesPerStep int64 `json:"received_bytes_per_step"`
+	// MemoryTrack is the device's live memory over one measured step,
+	// change by change (omitted when the run did not track it).
+	MemoryTrack *MemoryTrack `json:"memory_track,omitempty"`
 }
 
 // BlockTiming is a block's compute time per call, the median over the

@@ -33,8 +33,12 @@ var traceThreadNames = map[int]string{
 	traceBlocks:     "blocks",
 }
 
-// traceMemoryCounter names the counter track of a device's memory.
-const traceMemoryCounter = "peak bytes"
+// traceMemoryCounter names the counter track of a device's memory peaks,
+// traceLiveCounter that of its live memory over the tracked step.
+const (
+	traceMemoryCounter = "peak bytes"
+	traceLiveCounter   = "live bytes"
+)
 
 // WriteTrace writes recs as Chrome trace-event JSON, {"traceEvents": [...],
 // "displayTimeUnit": "ms"}, which Perfetto (ui.perfetto.dev) and
@@ -60,6 +64,12 @@ const traceMemoryCounter = "peak bytes"
 // the track holds that peak from the start of every measured step: it
 // shows what the device needed at most, split by category, next to the
 // ops of each step.
+//
+// A device with a memory track (profiler.MemoryTrack) also has a counter
+// track "live bytes", one series per category: its live bytes at the
+// start of the tracked step and after every change, on the time axis of
+// that step's ops, so that the viewers show when and in which op the
+// device's memory peaks.
 //
 // Events of one thread never overlap partially, as the viewers require:
 // they are disjoint or nested. A record whose ops of one kind overlap on
@@ -271,7 +281,7 @@ func traceSpans(rec *profiler.Record, ix *exportIndex, pid0 int, offsets map[int
 
 // traceCounters returns the memory counter events of the record's
 // devices: each device's peak bytes by category at the start of every
-// measured step.
+// measured step, and its live bytes over the tracked step.
 func traceCounters(rec *profiler.Record, pid0 int, offsets map[int]int64) (counters []traceEvent) {
 	for _, dev := range rec.Devices {
 		if len(dev.PeakBytesByCategory) == 0 || dev.Index < 0 {
@@ -287,8 +297,27 @@ func traceCounters(rec *profiler.Record, pid0 int, offsets map[int]int64) (count
 				PID: pid0 + dev.Index + 1, Args: args,
 			})
 		}
+		if dev.MemoryTrack != nil {
+			counters = append(counters, traceLiveCounters(dev.MemoryTrack, pid0+dev.Index+1, offsets)...)
+		}
 	}
 	return counters
+}
+
+// traceLiveCounters returns the "live bytes" counter events of one
+// device's memory track: every category's live bytes at the start and
+// after every change.
+func traceLiveCounters(t *profiler.MemoryTrack, pid int, offsets map[int]int64) []traceEvent {
+	points := t.Points()
+	out := make([]traceEvent, len(points))
+	for i, p := range points {
+		args := make(map[string]any, len(t.Categories))
+		for c, name := range t.Categories {
+			args[name] = p.LiveBytes[c]
+		}
+		out[i] = traceEvent{Name: traceLiveCounter, Ph: "C", TS: traceMicros(offsets[t.Step] + p.Nanos), PID: pid, Args: args}
+	}
+	return out
 }
 
 // traceMeta returns a metadata event whose one arg is key: v.

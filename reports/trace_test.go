@@ -417,3 +417,53 @@ func TestValidateTrace(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteTraceMemoryTrack checks the live-bytes counters of devices
+// with a memory track: one event at the start and one per change, every
+// category a series, on the tracked step's time axis, their largest
+// total the step's peak.
+func TestWriteTraceMemoryTrack(t *testing.T) {
+	rec := memoryTestRecord()
+	data, doc := writeTestTrace(t, rec)
+	live := map[int][]traceTestEvent{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "C" && e.Name == traceLiveCounter {
+			live[e.PID] = append(live[e.PID], e)
+		}
+	}
+	for _, dev := range rec.Devices {
+		tr := dev.MemoryTrack
+		events := live[dev.Index+1]
+		if len(events) != len(tr.Changes)+1 {
+			t.Fatalf("device %d: %d live-bytes events, want %d (the start and every change)", dev.Index, len(events), len(tr.Changes)+1)
+		}
+		var peak, last int64
+		for i, e := range events {
+			ts, err := traceNanos(e.TS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Step 1 is the first on the trace's axis: its offset is 0.
+			if ts < last || ts > rec.Steps[0].WallNanos {
+				t.Errorf("device %d: event %d at %d ns, want in order within step 1's %d ns", dev.Index, i, ts, rec.Steps[0].WallNanos)
+			}
+			last = ts
+			if len(e.Args) != len(tr.Categories) {
+				t.Errorf("device %d: event %d has series %v, want one per category", dev.Index, i, e.Args)
+			}
+			var total int64
+			for _, v := range e.Args {
+				n, err := v.(json.Number).Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				total += n
+			}
+			peak = max(peak, total)
+		}
+		if peak != tr.PeakBytes {
+			t.Errorf("device %d: largest live total %d, want the step's peak %d", dev.Index, peak, tr.PeakBytes)
+		}
+	}
+	checkGolden(t, "trace_memory.json", data)
+}

@@ -20,7 +20,9 @@ func benchStepConfig() config.Config {
 }
 
 // benchSteps times training steps with recording set as given, after one
-// untimed step that allocates gradients and optimizer state.
+// untimed step that allocates gradients and optimizer state. With record,
+// every step also tracks every device's live memory change by change,
+// which a run does for one step only: the worst case.
 func benchSteps(b *testing.B, record, blocks bool) {
 	tr, err := NewTrainer(benchStepConfig())
 	if err != nil {
@@ -35,6 +37,9 @@ func benchSteps(b *testing.B, record, blocks bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
+		if record {
+			tr.trackMemory(tr.steps)
+		}
 		if _, err := tr.Step(ctx); err != nil {
 			b.Fatal(err)
 		}

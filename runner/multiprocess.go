@@ -40,6 +40,7 @@ type rankStep struct {
 	Memory     tensor.MemStats
 	Comm       comm.Stats
 	Events     []profiler.Event
+	MemTrack   *profiler.MemoryTrack `json:",omitempty"`
 }
 
 // rankInfo describes this process for the record.
@@ -55,7 +56,7 @@ func reportSteps(steps []StepResult) []rankStep {
 	out := make([]rankStep, len(steps))
 	for i, s := range steps {
 		d := s.Devices[0]
-		out[i] = rankStep{Step: s.Step, Start: s.startNanos, End: s.endNanos, Loss: s.Loss, Memory: d.Memory, Comm: d.Comm, Events: d.Events}
+		out[i] = rankStep{Step: s.Step, Start: s.startNanos, End: s.endNanos, Loss: s.Loss, Memory: d.Memory, Comm: d.Comm, Events: d.Events, MemTrack: d.MemTrack}
 	}
 	return out
 }
@@ -132,7 +133,10 @@ func mergeSteps(reps []rankReport, offsets []int64, steps func(rankReport) []ran
 				evs[j] = e
 			}
 			res.Loss += s.Loss
-			res.Devices[r] = DeviceStep{Events: evs, Memory: s.Memory, Comm: s.Comm}
+			res.Devices[r] = DeviceStep{Events: evs, Memory: s.Memory, Comm: s.Comm, MemTrack: s.MemTrack}
+			if s.MemTrack != nil {
+				s.MemTrack.Shift(shift) // the events' shift; s is this merge's copy
+			}
 		}
 		out[i] = res
 	}

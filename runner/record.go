@@ -26,6 +26,7 @@ func (r *Result) Record() profiler.Record {
 		run.Steps[i] = profiler.RunStep{Step: s.Step, WallNanos: s.Nanos, Loss: s.Loss, Devices: make([]profiler.DeviceStep, len(s.Devices))}
 		for d, ds := range s.Devices {
 			run.Steps[i].Devices[d] = profiler.DeviceStepOf(ds.Memory, ds.Events)
+			run.Steps[i].Devices[d].MemoryTrack = ds.MemTrack
 		}
 	}
 	for _, s := range r.Warmup {

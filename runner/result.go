@@ -18,6 +18,9 @@ type DeviceStep struct {
 	Memory tensor.MemStats
 	// Comm is the device's transfer counters since the trainer started.
 	Comm comm.Stats
+	// MemTrack is the device's live memory over the step, change by
+	// change, in the one step the trainer tracks (nil in the others).
+	MemTrack *profiler.MemoryTrack
 }
 
 // StepResult is one training step.

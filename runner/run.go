@@ -192,6 +192,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 		defer release()
 	}
 	t.measureSteps = opts.Warmup
+	t.trackMemory(t.steps + opts.Warmup) // the first measured step
 	for i := 0; i < opts.Warmup+opts.Steps; i++ {
 		s, err := t.Step(ctx)
 		if err != nil {

@@ -40,6 +40,9 @@ type Trainer struct {
 	fault func(device int, op schedule.Op) error
 	// gate, when set, runs before every op (RunOptions.Gate).
 	gate func(ctx context.Context, device, op int) error
+	// memTrackAt is 1 + the step whose memory every device tracks (see
+	// trackMemory), 0 for none.
+	memTrackAt int
 }
 
 // NewTrainer opens the devices, partitions the model, places each stage's
@@ -271,6 +274,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	for i, w := range t.workers {
 		d := w.k
 		w.dev.ResetPeak()
+		t.startMemTrack(w, step)
 		s := &stepState{
 			step: step, batch: batch,
 			inputs: map[int]*tensor.Tensor{}, outputs: map[int]*tensor.Tensor{},
@@ -314,6 +318,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 			if w.rec != nil {
 				w.rec.Reset() // a failed step's events describe nothing
 			}
+			stopMemTrack(w, start)
 		}
 		if f := (*Fault)(nil); errors.As(err, &f) {
 			return StepResult{}, err // it names its step
@@ -333,6 +338,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	for i, w := range t.workers {
 		res.Loss += states[i].loss
 		res.Devices[i] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats(), Events: w.takeEvents(start)}
+		res.Devices[i].MemTrack = stopMemTrack(w, start)
 	}
 	return res, nil
 }

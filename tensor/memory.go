@@ -19,6 +19,11 @@ type MemStats struct {
 type MemCounter struct {
 	mu sync.Mutex
 	s  MemStats
+	// tl records every change while a timeline runs (StartTimeline); nil
+	// when none does, which costs Alloc, Free and Move one branch.
+	tl *memTimeline
+	// spare is the last timeline's buffer, which the next one reuses.
+	spare []MemChange
 }
 
 // Alloc accounts bytes newly allocated in category c.
@@ -26,6 +31,9 @@ func (m *MemCounter) Alloc(c Category, bytes int64) {
 	m.mu.Lock()
 	m.s.Allocs++
 	m.add(c, bytes)
+	if m.tl != nil {
+		m.tl.record(c, bytes)
+	}
 	m.mu.Unlock()
 }
 
@@ -34,6 +42,9 @@ func (m *MemCounter) Free(c Category, bytes int64) {
 	m.mu.Lock()
 	m.s.LiveBytes[c] -= bytes
 	m.s.LiveTotalBytes -= bytes
+	if m.tl != nil {
+		m.tl.record(c, -bytes)
+	}
 	m.mu.Unlock()
 }
 
@@ -43,6 +54,10 @@ func (m *MemCounter) Move(from, to Category, bytes int64) {
 	m.s.LiveBytes[from] -= bytes
 	m.s.LiveTotalBytes -= bytes
 	m.add(to, bytes)
+	if m.tl != nil {
+		m.tl.record(from, -bytes)
+		m.tl.record(to, bytes)
+	}
 	m.mu.Unlock()
 }
 

@@ -83,6 +83,9 @@ func (d *Device) Retag(t *tensor.Tensor, cat tensor.Category) {
 // Memory returns the device's accounting.
 func (d *Device) Memory() tensor.MemStats { return d.mem.Stats() }
 
+// MemCounter returns the device's memory accounting (tensor.MemCounted).
+func (d *Device) MemCounter() *tensor.MemCounter { return &d.mem }
+
 // ResetPeak sets the peaks to the live bytes.
 func (d *Device) ResetPeak() { d.mem.ResetPeak() }
 
