@@ -86,6 +86,10 @@ func transportNotes(recs []profiler.Record) []string {
 
 // runsColumns returns the columns of the runs table, with the predicted
 // step's uncertainty before the step range when predicted is set.
+// On a narrow terminal (Table.Fit) the columns fold from the least
+// telling: the step range, the bytes moved, threads, throughput (the
+// batch over the step), the batch, the bubble, then the comparisons with
+// GPipe and the peak; the configuration and the step time stay.
 func runsColumns(predicted bool) []Column {
 	columns := []Column{
 		{Key: "id", Header: "id", Show: Machines},
@@ -95,28 +99,28 @@ func runsColumns(predicted bool) []Column {
 		{Key: "image", Header: "image", Show: Machines},
 		{Key: "classes", Header: "classes", Show: Machines},
 		{Key: "width", Header: "width", Show: Machines},
-		{Key: "schedule", Header: "schedule"},
+		{Key: "schedule", Header: "schedule", ShortNote: scheduleShortNote},
 		{Key: "checkpoint", Header: "checkpoint", Show: Machines},
 		{Key: "prefetch", Header: "prefetch", Show: Machines},
 		{Key: "devices", Header: "K", Align: AlignRight},
 		{Key: "microbatches", Header: "M", Align: AlignRight},
-		{Key: "batch", Header: "batch", Align: AlignRight},
-		{Key: "threads", Header: "T", Align: AlignRight},
+		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 6},
+		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
 		{Key: "step_nanos_median", Header: "step", Align: AlignRight},
-		{Key: "step_range", Header: "min–max", Align: AlignRight, Show: People},
+		{Key: "step_range", Header: "min–max", Align: AlignRight, Show: People, Fold: 10},
 		{Key: "step_nanos_min", Header: "step min", Show: Machines},
 		{Key: "step_nanos_max", Header: "step max", Show: Machines},
-		{Key: "samples_per_second", Header: "samples/s", Align: AlignRight},
-		{Key: "speedup_vs_gpipe", Header: "vs gpipe", Align: AlignRight},
-		{Key: "bubble_fraction", Header: "bubble", Align: AlignRight},
-		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
-		{Key: "peak_vs_gpipe", Header: "mem vs gpipe", Align: AlignRight},
-		{Key: "moved_bytes_per_step", Header: "moved/step", Align: AlignRight},
+		{Key: "samples_per_second", Header: "samples/s", Align: AlignRight, Fold: 7},
+		{Key: "speedup_vs_gpipe", Header: "vs gpipe", Align: AlignRight, Fold: 1},
+		{Key: "bubble_fraction", Header: "bubble", Align: AlignRight, Fold: 5},
+		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight, Fold: 2},
+		{Key: "peak_vs_gpipe", Header: "mem vs gpipe", Align: AlignRight, Fold: 4},
+		{Key: "moved_bytes_per_step", Header: "moved/step", Align: AlignRight, Fold: 9},
 		{Key: "oversubscribed", Header: "oversubscribed", Show: Machines},
 	}
 	if predicted {
 		at := slices.IndexFunc(columns, func(c Column) bool { return c.Key == "step_range" })
-		columns = slices.Insert(columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight})
+		columns = slices.Insert(columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight, Fold: 3})
 	}
 	return columns
 }
@@ -128,9 +132,10 @@ func runsRow(recs []profiler.Record, i int, predicted bool) (row []Cell, note st
 	c := r.Config
 	speed, mem := runsVsBaseline(recs, i)
 	sched := String(c.Schedule)
-	sched.Text = ScheduleLabel(c)
+	sched.Text, sched.Short = ScheduleLabel(c), scheduleShortLabel(c)
 	if r.Oversubscribed {
 		sched.Text += " *"
+		sched.Short += " *"
 		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
 	}
 	checkpoint, prefetch := Empty(""), Empty("")

@@ -39,6 +39,22 @@ func ScheduleLabel(c profiler.RunConfig) string {
 	return c.Schedule
 }
 
+// scheduleShortNote is what scheduleShortLabel leaves out, for the
+// footnote of a table fitted to a narrow terminal.
+const scheduleShortNote = "gpipe's except-last and coop's d=1 not shown"
+
+// scheduleShortLabel is ScheduleLabel without the options at their
+// defaults, torchgpipe's except-last checkpointing and coop's look-ahead
+// of 1: "gpipe", "coop", but "gpipe (never)" and "coop (d=2)".
+func scheduleShortLabel(c profiler.RunConfig) string {
+	switch {
+	case c.Schedule == baselineSchedule && c.Checkpoint == baselineCheckpoint,
+		c.Schedule == "coop" && c.Prefetch == 1:
+		return c.Schedule
+	}
+	return ScheduleLabel(c)
+}
+
 // FormatNanos formats a duration for people with three or four
 // significant digits: "850 ns", "12.3 µs", "4.56 ms", "1.23 s".
 func FormatNanos(n int64) string {

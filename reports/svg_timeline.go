@@ -24,6 +24,7 @@ const (
 	tlLabelSize  = 11.0
 	tlCharWidth  = 0.62 // average advance of a sans-serif glyph, in ems
 	tlMinOpWidth = 0.5  // so that an op shorter than a pixel stays visible
+	tlLegendLine = 22.0 // from one line of the legend to the next
 )
 
 // timelineRow is one device of the timeline.
@@ -42,6 +43,49 @@ type timelineRow struct {
 // events are not drawn: they lie inside their op. It returns an error if
 // the record has no events of that step.
 func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
+	b, err := newTimelineBand(rec, step)
+	if err != nil {
+		return err
+	}
+	plotW := tlWidth - tlLeft - tlRight
+	x := func(ns int64) float64 { return tlLeft + float64(ns)/float64(b.span)*plotW }
+	bottom := tlTop + float64(len(b.rows))*(tlRowHeight+tlRowGap) - tlRowGap
+	kinds := legendKinds(b.ops)
+	height := bottom + 84 + float64(legendLines(kinds)-1)*tlLegendLine
+
+	s := &svgWriter{w: w}
+	title := timelineTitle(rec, step, b.stepNanos)
+	s.printf(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	s.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="pipecast-timeline" width="%s" height="%s" viewBox="0 0 %s %s" font-family="sans-serif" font-size="%s">`+"\n",
+		svgNum(tlWidth), svgNum(height), svgNum(tlWidth), svgNum(height), svgNum(tlFontSize))
+	s.printf("<title>%s</title>\n", svgEscape(title))
+	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
+	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
+	// Grid and rows first, so the ops are drawn over them.
+	writeTimeAxis(s, b.span, x, [][2]float64{{tlTop - 4, bottom + 4}}, bottom)
+	writeBandRows(s, b, x, tlTop)
+	writeBandOps(s, b, x, tlTop)
+	writeTimelineLegend(s, kinds, bottom+58)
+	s.printf("</svg>\n")
+	return s.err
+}
+
+// timelineBand is one run's step as a timeline draws it: its whole ops
+// sorted by device and start, its device rows and its length.
+type timelineBand struct {
+	rec       profiler.Record
+	step      int
+	ops       []profiler.Event
+	rows      []timelineRow
+	rowOf     map[int]int // device → row
+	stepNanos int64       // the step's wall time, 0 if rec.Steps lacks it
+	span      int64       // the step's wall time or its last op's end, at least 1
+}
+
+// newTimelineBand collects the whole ops of the measured step numbered
+// step of rec. It returns an error if the record has no events of that
+// step.
+func newTimelineBand(rec profiler.Record, step int) (timelineBand, error) {
 	var ops []profiler.Event
 	steps := map[int]bool{}
 	for _, e := range rec.Events {
@@ -52,14 +96,14 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 	}
 	if len(ops) == 0 {
 		if len(steps) == 0 {
-			return fmt.Errorf("reports: timeline of record %q: the record has no events (was it recorded with events?)", rec.ID)
+			return timelineBand{}, fmt.Errorf("reports: timeline of record %q: the record has no events (was it recorded with events?)", rec.ID)
 		}
 		have := make([]int, 0, len(steps))
 		for s := range steps {
 			have = append(have, s)
 		}
 		slices.Sort(have)
-		return fmt.Errorf("reports: timeline of record %q: step %d has no events (steps with events: %v)", rec.ID, step, have)
+		return timelineBand{}, fmt.Errorf("reports: timeline of record %q: step %d has no events (steps with events: %v)", rec.ID, step, have)
 	}
 	slices.SortStableFunc(ops, func(a, b profiler.Event) int {
 		if a.Device != b.Device {
@@ -70,42 +114,35 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 		}
 		return cmp.Compare(a.EndNanos, b.EndNanos)
 	})
-
-	stepNanos := int64(0)
+	b := timelineBand{rec: rec, step: step, ops: ops, rows: timelineRows(rec, ops), rowOf: map[int]int{}}
 	for _, s := range rec.Steps {
 		if s.Step == step {
-			stepNanos = s.WallNanos
+			b.stepNanos = s.WallNanos
 		}
 	}
-	span := stepNanos
+	b.span = b.stepNanos
 	for _, e := range ops {
-		span = max(span, e.EndNanos)
+		b.span = max(b.span, e.EndNanos)
 	}
-	if span <= 0 {
-		span = 1
+	b.span = max(b.span, 1)
+	for i, r := range b.rows {
+		b.rowOf[r.device] = i
 	}
+	return b, nil
+}
 
-	rows := timelineRows(rec, ops)
-	rowOf := map[int]int{}
-	for i, r := range rows {
-		rowOf[r.device] = i
-	}
-	plotW := tlWidth - tlLeft - tlRight
-	x := func(ns int64) float64 { return tlLeft + float64(ns)/float64(span)*plotW }
-	rowY := func(i int) float64 { return tlTop + float64(i)*(tlRowHeight+tlRowGap) }
-	bottom := rowY(len(rows)) - tlRowGap
-	height := bottom + 84
+// height is the height of the band's rows.
+func (b timelineBand) height() float64 {
+	return float64(len(b.rows))*(tlRowHeight+tlRowGap) - tlRowGap
+}
 
-	s := &svgWriter{w: w}
-	title := timelineTitle(rec, step, stepNanos)
-	s.printf(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	s.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="pipecast-timeline" width="%s" height="%s" viewBox="0 0 %s %s" font-family="sans-serif" font-size="%s">`+"\n",
-		svgNum(tlWidth), svgNum(height), svgNum(tlWidth), svgNum(height), svgNum(tlFontSize))
-	s.printf("<title>%s</title>\n", svgEscape(title))
-	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
-	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
+// rowY is the top of row i of a band whose first row starts at top.
+func rowY(top float64, i int) float64 { return top + float64(i)*(tlRowHeight+tlRowGap) }
 
-	// Grid and rows first, so the ops are drawn over them.
+// writeTimeAxis draws the vertical grid at ticks of milliseconds over
+// each [top, bottom] of grid, and below bottom the axis line, the ticks'
+// labels and the axis title.
+func writeTimeAxis(s *svgWriter, span int64, x func(int64) float64, grid [][2]float64, bottom float64) {
 	ms := float64(span) / 1e6
 	tick := svgNiceStep(ms, 10)
 	decimals := 0
@@ -115,29 +152,35 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 	s.printf(`<g class="axis">` + "\n")
 	for k := 0; float64(k)*tick <= ms*(1+1e-9); k++ {
 		tx := x(int64(math.Round(float64(k) * tick * 1e6)))
-		s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4"/>`+"\n", svgNum(tx), svgNum(tlTop-4), svgNum(tx), svgNum(bottom+4))
+		for _, g := range grid {
+			s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4"/>`+"\n", svgNum(tx), svgNum(g[0]), svgNum(tx), svgNum(g[1]))
+		}
 		s.text(tx, bottom+18, ` text-anchor="middle"`, strconv.FormatFloat(float64(k)*tick, 'f', decimals, 64))
 	}
 	s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#000000"/>`+"\n", svgNum(tlLeft), svgNum(bottom+4), svgNum(tlWidth-tlRight), svgNum(bottom+4))
-	s.text(tlLeft+plotW/2, bottom+36, ` class="axis-label" text-anchor="middle"`, "time since the step began (ms)")
+	s.text((tlLeft+tlWidth-tlRight)/2, bottom+36, ` class="axis-label" text-anchor="middle"`, "time since the step began (ms)")
 	s.printf("</g>\n")
-	for i, r := range rows {
-		y := rowY(i)
+}
+
+// writeBandRows draws the band's device rows from top: each row's label
+// and a frame as long as the band's step.
+func writeBandRows(s *svgWriter, b timelineBand, x func(int64) float64, top float64) {
+	for i, r := range b.rows {
+		y := rowY(top, i)
 		s.printf(`<g class="device" data-device="%d">`+"\n", r.device)
 		s.text(tlLeft-8, y+tlRowHeight/2+4, ` text-anchor="end"`, r.label)
-		s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="none" stroke="#BBBBBB"/>`+"\n", svgNum(tlLeft), svgNum(y), svgNum(plotW), svgNum(tlRowHeight))
+		s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="none" stroke="#BBBBBB"/>`+"\n", svgNum(tlLeft), svgNum(y), svgNum(x(b.span)-tlLeft), svgNum(tlRowHeight))
 		s.printf("</g>\n")
 	}
+}
 
+// writeBandOps draws the band's ops over its rows.
+func writeBandOps(s *svgWriter, b timelineBand, x func(int64) float64, top float64) {
 	s.printf(`<g class="ops">` + "\n")
-	for _, e := range ops {
-		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(rowOf[e.Device]))
+	for _, e := range b.ops {
+		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(top, b.rowOf[e.Device]))
 	}
 	s.printf("</g>\n")
-
-	writeTimelineLegend(s, ops, bottom+58)
-	s.printf("</svg>\n")
-	return s.err
 }
 
 // writeTimelineOp draws one op: its box, a tooltip and, when it fits, its
@@ -179,9 +222,9 @@ func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64) {
 	s.printf("</g>\n")
 }
 
-// writeTimelineLegend draws a swatch per op kind present, in legendOpOrder (kinds
-// OpColors does not know follow, sorted), and one for idle time.
-func writeTimelineLegend(s *svgWriter, ops []profiler.Event, y float64) {
+// legendKinds lists the op kinds of ops in legendOpOrder; kinds
+// OpColors does not know follow, sorted.
+func legendKinds(ops []profiler.Event) []string {
 	present := map[string]bool{}
 	for _, e := range ops {
 		present[e.Op] = true
@@ -198,25 +241,58 @@ func writeTimelineLegend(s *svgWriter, ops []profiler.Event, y float64) {
 		}
 	}
 	slices.Sort(unknown)
-	kinds = append(kinds, unknown...)
+	return append(kinds, unknown...)
+}
 
-	s.printf(`<g class="legend">` + "\n")
-	x := tlLeft
-	item := func(name, fill, stroke string) {
-		s.printf(`<g class="legend-item" data-op="%s">`+"\n", svgEscape(name))
-		s.printf(`<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="%s"/>`+"\n", svgNum(x), svgNum(y-11), fill, stroke)
-		s.text(x+19, y, "", name)
-		s.printf("</g>\n")
-		x += 19 + float64(len([]rune(name)))*tlCharWidth*tlFontSize + 16
-	}
-	for _, k := range kinds {
-		if fill := OpColors[k]; fill != "" {
-			item(k, fill, "#FFFFFF")
-		} else {
-			item(k, unknownOpColor, "#444444")
+// legendItem is where the legend draws one swatch: its left edge and its
+// line, counted from 0.
+type legendItem struct {
+	name string
+	x    float64
+	line int
+}
+
+// legendLayout places a swatch for each kind and one for idle time from
+// tlLeft rightwards, starting a new line where the next would pass the
+// right margin.
+func legendLayout(kinds []string) []legendItem {
+	items := make([]legendItem, 0, len(kinds)+1)
+	x, line := tlLeft, 0
+	for _, name := range append(slices.Clip(kinds), "idle") {
+		w := 19 + float64(len([]rune(name)))*tlCharWidth*tlFontSize
+		if x > tlLeft && x+w > tlWidth-tlRight {
+			x, line = tlLeft, line+1
 		}
+		items = append(items, legendItem{name: name, x: x, line: line})
+		x += w + 16
 	}
-	item("idle", "#FFFFFF", "#BBBBBB")
+	return items
+}
+
+// legendLines is the number of lines the legend of kinds takes.
+func legendLines(kinds []string) int {
+	items := legendLayout(kinds)
+	return items[len(items)-1].line + 1
+}
+
+// writeTimelineLegend draws a swatch per op kind of kinds and one for
+// idle time, its first line's baseline at y.
+func writeTimelineLegend(s *svgWriter, kinds []string, y float64) {
+	s.printf(`<g class="legend">` + "\n")
+	for _, it := range legendLayout(kinds) {
+		fill, stroke := OpColors[it.name], "#FFFFFF"
+		switch {
+		case it.name == "idle" && fill == "":
+			fill, stroke = "#FFFFFF", "#BBBBBB"
+		case fill == "":
+			fill, stroke = unknownOpColor, "#444444"
+		}
+		ly := y + float64(it.line)*tlLegendLine
+		s.printf(`<g class="legend-item" data-op="%s">`+"\n", svgEscape(it.name))
+		s.printf(`<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="%s"/>`+"\n", svgNum(it.x), svgNum(ly-11), fill, stroke)
+		s.text(it.x+19, ly, "", it.name)
+		s.printf("</g>\n")
+	}
 	s.printf("</g>\n")
 }
 

@@ -67,8 +67,17 @@ type Column struct {
 	// MaxWidth, when positive, makes the table format wrap the column's
 	// text between words to lines of at most MaxWidth characters, so
 	// that a long description does not widen the table past a terminal.
-	// Markdown never wraps: its renderer wraps for the reader.
+	// Markdown never wraps: its renderer wraps for the reader. A table
+	// fitted to a narrow terminal (Fit) may wrap it narrower still.
 	MaxWidth int
+	// Fold ranks the column for Fit, which drops columns from a table
+	// too wide for its terminal: 0 never folds, and of the others the
+	// highest folds first.
+	Fold int
+	// ShortNote says what the Short texts of the column's cells leave
+	// out ("gpipe's except-last and coop's d=1 not shown"); a fitted
+	// table that uses them says so in its footnote.
+	ShortNote string
 }
 
 // Cell is one value of a Table: the raw value that machine formats carry
@@ -79,6 +88,9 @@ type Cell struct {
 	Value any
 	// Text is what table and markdown show, e.g. "25.56 M" for 25557032.
 	Text string
+	// Short, when not empty, is what a table fitted to a narrow terminal
+	// (Fit) shows instead of Text: "gpipe" for "gpipe (except-last)".
+	Short string
 }
 
 // Table is data to render: columns, rows of cells, and for people an

@@ -87,10 +87,12 @@ func shapeCell(dims []int) reports.Cell {
 // Column definitions shared by both commands, so that a quantity has the
 // same key and header everywhere.
 var (
-	colParams      = reports.Column{Key: "params", Header: "params", Align: reports.AlignRight}
-	colMACs        = reports.Column{Key: "macs_per_sample", Header: "MACs/sample", Align: reports.AlignRight}
-	colActivations = reports.Column{Key: "activation_bytes_per_sample", Header: "activations/sample", Align: reports.AlignRight}
-	colBlocks      = reports.Column{Key: "blocks", Header: "blocks", Align: reports.AlignRight}
+	// On a narrow terminal blocks fold first, then activations, MACs
+	// and params.
+	colParams      = reports.Column{Key: "params", Header: "params", Align: reports.AlignRight, Fold: 1}
+	colMACs        = reports.Column{Key: "macs_per_sample", Header: "MACs/sample", Align: reports.AlignRight, Fold: 2}
+	colActivations = reports.Column{Key: "activation_bytes_per_sample", Header: "activations/sample", Align: reports.AlignRight, Fold: 3}
+	colBlocks      = reports.Column{Key: "blocks", Header: "blocks", Align: reports.AlignRight, Fold: 4}
 )
 
 // costFootnotes explain the per-sample columns.
@@ -103,6 +105,7 @@ var costFootnotes = []string{
 type ModelsOptions struct {
 	IO     *IOStreams
 	Output Format
+	Wide   bool // --wide: every column, however narrow the terminal
 	Size   ModelSize
 }
 
@@ -138,7 +141,7 @@ that input is listed with its numbers left empty and a note.`,
 	// rootArgs suggests subcommands as close as the root suggests its own.
 	cmd.SuggestionsMinimumDistance = 2
 	addSizeFlags(cmd, &opts.Size)
-	addOutputFlag(cmd, &opts.Output, tableFormats...)
+	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	cmd.AddCommand(newCmdModelsPartition(streams, nil), newCmdModelsExport(streams), newCmdModelsImport(streams))
 	return cmd
 }
@@ -148,7 +151,7 @@ func modelsRun(opts *ModelsOptions) error {
 	if err != nil {
 		return err
 	}
-	return reports.Render(opts.IO.Out, t, reports.Format(opts.Output))
+	return renderTable(opts.IO.Out, t, opts.Output, opts.Wide)
 }
 
 // zooTable describes every model of the zoo at the given sizes.
@@ -218,6 +221,7 @@ func (v balanceValue) Type() string { return "cost" }
 type ModelsPartitionOptions struct {
 	IO      *IOStreams
 	Output  Format
+	Wide    bool // --wide: every column, however narrow the terminal
 	Model   string
 	Devices int
 	Balance config.Balance
@@ -265,7 +269,7 @@ numbered from 1 in model order.`,
 	cmd.Flags().IntVar(&opts.Devices, "devices", 0, "number of devices, one stage each (required)")
 	cmd.Flags().Var(balanceValue{&opts.Balance}, "balance", "cost to balance: params|macs")
 	addSizeFlags(cmd, &opts.Size)
-	addOutputFlag(cmd, &opts.Output, tableFormats...)
+	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var names []string
 		for _, a := range models.Archs() {
@@ -333,7 +337,7 @@ func modelsPartitionRun(opts *ModelsPartitionOptions) error {
 	t.Title = fmt.Sprintf("%s (input %s, %d classes, width %s) on %d devices, balanced by %s",
 		a.Name, input.Text, m.Config.Classes, strconv.FormatFloat(m.Config.Width, 'g', -1, 64),
 		opts.Devices, balanceName(opts.Balance))
-	return reports.Render(opts.IO.Out, t, reports.Format(opts.Output))
+	return renderTable(opts.IO.Out, t, opts.Output, opts.Wide)
 }
 
 // balanceName is how titles and footnotes name a cost.

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/pipecast/pipecast/reports"
 )
 
 // Format is a way of printing a command's result, chosen with --output.
@@ -69,6 +74,51 @@ func addOutputFlag(cmd *cobra.Command, p *Format, formats ...Format) {
 	// The error can only say that the flag does not exist, and we just
 	// added it.
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// addTableFlags adds the output flags of a command that prints tables:
+// --output with tableFormats, and --wide, stored in *wide.
+func addTableFlags(cmd *cobra.Command, p *Format, wide *bool) {
+	addOutputFlag(cmd, p, tableFormats...)
+	cmd.Flags().BoolVar(wide, "wide", false, "print every column even on a narrow terminal, where tables otherwise "+
+		"fold their least telling columns to fit and say which")
+}
+
+// wideHint is the footnote's pointer to what a folded table leaves out.
+const wideHint = "--wide shows all columns"
+
+// renderTable writes t to w in format f. The table format on a terminal
+// is fitted to its width (reports.Table.Fit) unless wide is set; every
+// other format, and any output that is not a terminal, is t as it is.
+func renderTable(w io.Writer, t *reports.Table, f Format, wide bool) error {
+	if f == FormatTable && !wide {
+		t = t.Fit(terminalWidth(w), wideHint)
+	}
+	return reports.Render(w, t, reports.Format(f))
+}
+
+// terminalWidth is the width in characters of the terminal w writes to,
+// or 0 when w is not a terminal; tests replace it.
+var terminalWidth = func(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0 // not a terminal
+	}
+	return terminalColumns(os.Getenv("COLUMNS"), int(ws.Col))
+}
+
+// terminalColumns is the width of a terminal that reports cols columns:
+// the COLUMNS environment variable, env, when it holds a positive
+// integer, as many tools honour it; else cols.
+func terminalColumns(env string, cols int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(env)); err == nil && n > 0 {
+		return n
+	}
+	return max(cols, 0)
 }
 
 // writeJSON prints v as indented JSON followed by a newline.

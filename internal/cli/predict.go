@@ -27,6 +27,7 @@ import (
 type PredictOptions struct {
 	IO     *IOStreams
 	Output Format
+	Wide   bool     // --wide: every column, however narrow the terminal
 	Data   []string // runs.jsonl files of measured runs
 
 	// Sweep holds the configuration flags; a nil list, an empty balance
@@ -81,7 +82,9 @@ their step times differ by 10–20 %, and one fit would forecast neither.
 
 --out DIR appends the predicted records (kind "predicted") to
 DIR/runs.jsonl, which pipecast report renders; --trace, --pprof and --svg
-export them as report does (--svg: the first prediction's timeline).
+export them as report does (--svg: the first prediction's timeline, drawn
+above the measured run's on one time axis when --data holds a measured run
+of exactly that configuration).
 
 --validate checks the predictor on the data instead: it holds runs out
 (--holdout devices: each device count in turn; microbatch: each
@@ -135,11 +138,11 @@ draws forecast against measured step times.`,
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace of the predicted runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the predicted runs to this file")
-	f.StringVar(&opts.SVG, "svg", "", "write an SVG timeline of the first prediction (with --validate: forecast against measured step times)")
+	f.StringVar(&opts.SVG, "svg", "", "write an SVG timeline of the first prediction, beside the measured run of it if --data holds one (with --validate: forecast against measured step times)")
 	f.BoolVar(&opts.Validate, "validate", false, "check the predictor on the data by holding runs out, instead of forecasting")
 	f.StringVar(&opts.Holdout, "holdout", "devices", "with --validate, what is held out: "+strings.Join(predictHoldouts, "|"))
 	f.Uint64Var(&opts.Seed, "seed", 1, "with --validate --holdout random, the seed of the folds")
-	addOutputFlag(cmd, &opts.Output, tableFormats...)
+	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("holdout", cobra.FixedCompletions(predictHoldouts, cobra.ShellCompDirectiveNoFileComp))
@@ -287,12 +290,11 @@ func predictRun(ctx context.Context, opts *PredictOptions) error {
 		return err
 	}
 	if opts.SVG != "" {
-		first := preds[0]
-		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return reports.WriteTimelineSVG(w, first, first.Steps[0].Step) }); err != nil {
+		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return writePredictionTimeline(w, preds[0], recs) }); err != nil {
 			return err
 		}
 	}
-	return reports.Render(opts.IO.Out, predictTable(preds, keys, recs), reports.Format(opts.Output))
+	return renderTable(opts.IO.Out, predictTable(preds, keys, recs), opts.Output, opts.Wide)
 }
 
 // forecast reads the data, fits its cost models and predicts every

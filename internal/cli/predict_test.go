@@ -448,3 +448,41 @@ func TestPredictStraggler(t *testing.T) {
 		t.Errorf("a straggler of factor 2 forecasts %d ns, without %d ns", steps[1], steps[0])
 	}
 }
+
+func TestPredictSVGBesideMeasured(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // in the SVG
+		not  []string // not in it
+	}{
+		{name: "measured run of the configuration", args: []string{"--devices", "2", "--microbatches", "4", "--schedule", "gpipe"},
+			want: []string{`class="pipecast-timelines"`, ">predicted · gpipe · checkpoint except-last · K=2 · M=4 · simulated step: ",
+				">measured · gpipe · checkpoint except-last · K=2 · M=4 · step "}},
+		{name: "no measured run of it", args: []string{"--devices", "3", "--microbatches", "4", "--schedule", "gpipe"},
+			want: []string{`class="pipecast-timeline"`, "predicted · mlp · gpipe · K=3 · M=4"}, not: []string{"measured"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svg := filepath.Join(t.TempDir(), "timeline.svg")
+			args := append([]string{"predict", "--data", predictData, "--svg", svg}, tc.args...)
+			if code, _, errOut := execute(context.Background(), args...); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			data, err := os.ReadFile(svg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(string(data), s) {
+					t.Errorf("the SVG lacks %q", s)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(string(data), s) {
+					t.Errorf("the SVG holds %q", s)
+				}
+			}
+		})
+	}
+}

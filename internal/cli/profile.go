@@ -23,6 +23,7 @@ import (
 type ProfileOptions struct {
 	IO     *IOStreams
 	Output Format
+	Wide   bool // --wide: every column, however narrow the terminal
 
 	// Sweep holds the list flags, whose every combination runs, and the
 	// values all runs share (--threads 0: the cores divided by the
@@ -140,7 +141,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace (chrome://tracing, Perfetto) of the sweep's runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the sweep's runs to this file")
-	addOutputFlag(cmd, &opts.Output, tableFormats...)
+	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -296,7 +297,7 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 			title += fmt.Sprintf(" on %s (%d cores, %s)", rec.Env.Host, rec.Env.Cores, rec.Env.CPUModel)
 		}
 		t := reports.RunsTable(recs, reports.RunsTableOptions{Title: title})
-		if err := reports.Render(opts.IO.Out, t, reports.Format(opts.Output)); err != nil && runErr == nil {
+		if err := renderTable(opts.IO.Out, t, opts.Output, opts.Wide); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

@@ -225,3 +225,312 @@ func TestReportExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// svgBands returns the schedules of the run bands of the SVG at path, in
+// order, and the command's standard error.
+func svgBands(t *testing.T, args ...string) (schedules []string, errOut string) {
+	t.Helper()
+	svg := filepath.Join(t.TempDir(), "timelines.svg")
+	code, _, errOut := execute(context.Background(), append(append([]string{"report"}, args...), "--svg", svg)...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range strings.Split(string(data), `<g class="run" `)[1:] {
+		_, rest, _ := strings.Cut(part, `data-schedule="`)
+		s, _, _ := strings.Cut(rest, `"`)
+		schedules = append(schedules, s)
+	}
+	return schedules, errOut
+}
+
+func TestReportSVGSelection(t *testing.T) {
+	path := maskedRuns(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := filepath.Join(t.TempDir(), "twice.jsonl")
+	if err := os.WriteFile(twice, append(append([]byte{}, data...), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		want    string // the bands' schedules
+		wantErr string // on standard error
+	}{
+		{name: "default: every schedule of the first workload", args: []string{path}, want: "gpipe coop 1f1b"},
+		{name: "a filter keeps K=2", args: []string{path, "--devices", "2"}, want: "gpipe coop 1f1b"},
+		{name: "filters keep all they match", args: []string{path, "--schedule", "gpipe,coop"}, want: "gpipe coop gpipe coop"},
+		{name: "default on repeated runs", args: []string{twice}, want: "gpipe coop 1f1b gpipe coop 1f1b"},
+		{name: "capped at eight", args: []string{twice, "--model", "mlp"}, want: "gpipe coop 1f1b gpipe coop 1f1b gpipe coop",
+			wantErr: "pipecast: --svg: drew 8 of 12 runs, 4 left out"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, errOut := svgBands(t, tc.args...)
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("got bands %q, want %s", got, tc.want)
+			}
+			if tc.wantErr == "" && errOut != "" || !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("got stderr %q, want %q", errOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestReportSVGRunsWithoutEvents(t *testing.T) {
+	recs, _, err := profiler.ReadFile(maskedRuns(t), profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs[1].Events = nil
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	if err := profiler.Append(path, recs...); err != nil {
+		t.Fatal(err)
+	}
+	got, errOut := svgBands(t, path)
+	if strings.Join(got, " ") != "gpipe 1f1b" || !strings.Contains(errOut, "run run-2 has no events to draw (left out)") {
+		t.Errorf("got bands %q, stderr %q; want gpipe and 1f1b, and coop's run named", got, errOut)
+	}
+	for i := range recs {
+		recs[i].Events = nil
+	}
+	none := filepath.Join(t.TempDir(), "none.jsonl")
+	if err := profiler.Append(none, recs...); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := execute(context.Background(), "report", none, "--svg", filepath.Join(t.TempDir(), "x.svg"))
+	if code == ExitOK || !strings.Contains(errOut, "none of the 3 runs has events to draw") {
+		t.Errorf("exit %d, stderr %q; want a failure saying no run has events", code, errOut)
+	}
+}
+
+// compareRuns writes dataset B beside the masked dataset A of maskedRuns:
+// A's runs with step times scaled (×0.5 for the first, ×1.5 for the
+// second, the same for the rest), its last run dropped and one run at
+// another batch added. It returns the paths of A and B.
+func compareRuns(t *testing.T) (a, b string) {
+	t.Helper()
+	a = maskedRuns(t)
+	recs, _, err := profiler.ReadFile(a, profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs[0].Summary.StepNanosMedian /= 2
+	recs[1].Summary.StepNanosMedian = recs[1].Summary.StepNanosMedian * 3 / 2
+	recs[2].Summary.PeakBytesMax *= 2
+	extra := recs[3]
+	extra.ID, extra.Config.Batch = "run-7", 32
+	recs = append(recs[:len(recs)-1], extra)
+	b = filepath.Join(t.TempDir(), "after.jsonl")
+	if err := profiler.Append(b, recs...); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+func TestReportCompareGolden(t *testing.T) {
+	a, b := compareRuns(t)
+	for _, tc := range []struct{ format, ext string }{{"table", "txt"}, {"markdown", "md"}, {"csv", "csv"}, {"json", "json"}} {
+		t.Run(tc.format, func(t *testing.T) {
+			code, out, errOut := execute(context.Background(), "report", "--compare", a, b, "--output", tc.format)
+			if code != ExitOK || errOut != "" {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			checkGolden(t, "compare_report."+tc.ext, out)
+		})
+	}
+}
+
+func TestReportCompareRatios(t *testing.T) {
+	a, b := compareRuns(t)
+	code, out, errOut := execute(context.Background(), "report", "--compare", a, b, "--output", "csv")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	header := strings.Split(lines[0], ",")
+	field := func(row int, key string) string {
+		for i, h := range header {
+			if h == key {
+				return strings.Split(lines[row], ",")[i]
+			}
+		}
+		t.Fatalf("no column %q in %q", key, lines[0])
+		return ""
+	}
+	// Five runs in both, the sixth only in A, the run at batch 32 only in B.
+	tests := []struct {
+		row                          int
+		stepRatio, peakRatio, onlyIn string
+	}{
+		{row: 1, stepRatio: "0.5", peakRatio: "1"},
+		{row: 2, stepRatio: "1.5", peakRatio: "1"},
+		{row: 3, stepRatio: "1", peakRatio: "2"},
+		{row: 4, stepRatio: "1", peakRatio: "1"},
+		{row: 6, onlyIn: "A"},
+		{row: 7, onlyIn: "B"},
+	}
+	if len(lines) != 8 {
+		t.Fatalf("%d rows, want 7:\n%s", len(lines)-1, out)
+	}
+	for _, tc := range tests {
+		if got := field(tc.row, "step_ratio"); got != tc.stepRatio {
+			t.Errorf("row %d step ratio: got %q, want %q", tc.row, got, tc.stepRatio)
+		}
+		if got := field(tc.row, "peak_ratio"); got != tc.peakRatio {
+			t.Errorf("row %d peak ratio: got %q, want %q", tc.row, got, tc.peakRatio)
+		}
+		if got := field(tc.row, "only_in"); got != tc.onlyIn {
+			t.Errorf("row %d only_in: got %q, want %q", tc.row, got, tc.onlyIn)
+		}
+	}
+	if got := field(7, "batch"); got != "32" {
+		t.Errorf("the row only in B has batch %s, want 32", got)
+	}
+	// The filters apply to both datasets.
+	code, out, errOut = execute(context.Background(), "report", "--compare", a, b, "--output", "csv", "--schedule", "coop")
+	if code != ExitOK {
+		t.Fatalf("filtered: exit %d: %s", code, errOut)
+	}
+	if rows := strings.Count(out, "\n") - 1; rows != 2 || strings.Count(out, ",coop,") != 2 {
+		t.Errorf("--schedule coop: got %d rows, want the 2 coop configurations:\n%s", rows, out)
+	}
+}
+
+func TestReportCompareUsageErrors(t *testing.T) {
+	a, b := compareRuns(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "one file", args: []string{a}, wantErr: "--compare takes exactly two RUNS.jsonl files, A and B; got 1"},
+		{name: "three files", args: []string{a, b, a}, wantErr: "got 3"},
+		{name: "detail", args: []string{a, b, "--detail"}, wantErr: "does not take --detail"},
+		{name: "svg", args: []string{a, b, "--svg", "x.svg"}, wantErr: "does not take --svg"},
+		{name: "svg chart", args: []string{a, b, "--svg-chart", "x.svg"}, wantErr: "does not take --svg-chart"},
+		{name: "trace", args: []string{a, b, "--trace", "x.json"}, wantErr: "does not take --trace"},
+		{name: "pprof", args: []string{a, b, "--pprof", "x.pb.gz"}, wantErr: "does not take --pprof"},
+		{name: "filters match nothing", args: []string{a, b, "--model", "vgg16"}, wantErr: "matches the filters"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := execute(context.Background(), append([]string{"report", "--compare"}, tc.args...)...)
+			if code != ExitUsage || out != "" || !strings.Contains(errOut, tc.wantErr) || strings.Count(errOut, "pipecast: ") != 1 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewCmdReportCompareAndWide(t *testing.T) {
+	var got *ReportOptions
+	cmd := NewCmdReport(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(o *ReportOptions) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs([]string{"--compare", "a.jsonl", "b.jsonl", "--wide"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Compare || !got.Wide || !reflect.DeepEqual(got.Files, []string{"a.jsonl", "b.jsonl"}) {
+		t.Errorf("got compare %t, wide %t, files %q; want both set and a.jsonl b.jsonl", got.Compare, got.Wide, got.Files)
+	}
+}
+
+func TestReportFoldsOnNarrowTerminal(t *testing.T) {
+	path := maskedRuns(t)
+	fakeTerminal(t, 80)
+	golden := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	code, out, errOut := execute(context.Background(), "report", path)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > 80 {
+			t.Errorf("line of %d characters on an 80-column terminal: %q", n, line)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(out, "\n", " "), "folded: ") || !strings.Contains(out, "--wide shows all columns") {
+		t.Errorf("no footnote on what was folded:\n%s", out)
+	}
+	checkGolden(t, "fold_report_80.txt", out)
+	// --wide, and formats other than table, print what a pipe gets.
+	for _, tc := range []struct {
+		args   []string
+		golden string
+	}{
+		{args: []string{"--wide"}, golden: "report.txt"},
+		{args: []string{"--output", "markdown"}, golden: "report.md"},
+		{args: []string{"--output", "csv"}, golden: "report.csv"},
+	} {
+		code, out, errOut := execute(context.Background(), append([]string{"report", path}, tc.args...)...)
+		if code != ExitOK || out != golden(tc.golden) {
+			t.Errorf("%q: exit %d (%s), output differs from %s:\n%s", tc.args, code, errOut, tc.golden, out)
+		}
+	}
+}
+
+// TestReportSVGMemory checks --svg-memory: it draws the first run the
+// filters keep, and a run without a memory track is bad input, exit 2,
+// found before any other file is written.
+func TestReportSVGMemory(t *testing.T) {
+	recs, _, err := profiler.ReadFile(maskedRuns(t), profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	without := filepath.Join(dir, "without.jsonl")
+	if err := profiler.Append(without, recs...); err != nil {
+		t.Fatal(err)
+	}
+	svg, trace := filepath.Join(dir, "mem.svg"), filepath.Join(dir, "trace.json")
+	code, _, errOut := execute(context.Background(), "report", without, "--svg-memory", svg, "--trace", trace)
+	if code != ExitUsage || !strings.Contains(errOut, "--svg-memory") || !strings.Contains(errOut, "no device has a memory track") {
+		t.Errorf("without tracks: exit %d, stderr %q; want %d and the reason", code, errOut, ExitUsage)
+	}
+	for _, p := range []string{svg, trace} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("without tracks: %s written, want nothing", p)
+		}
+	}
+
+	// A track on every device of the second run: the first that
+	// --schedule keeps.
+	for d := range recs[1].Devices {
+		dev := &recs[1].Devices[d]
+		tr := &profiler.MemoryTrack{Step: recs[1].Steps[0].Step, StartLiveBytesByCategory: map[string]int64{},
+			PeakBytesByCategory: dev.PeakBytesByCategory, PeakBytes: dev.PeakBytes}
+		for c, name := range []string{"weights", "activations"} {
+			tr.Categories = append(tr.Categories, name)
+			tr.Changes = append(tr.Changes, profiler.MemoryChange{Nanos: int64(1000 * (c + 1)), Category: c, Bytes: dev.PeakBytesByCategory[name], Event: -1})
+		}
+		dev.MemoryTrack = tr
+	}
+	with := filepath.Join(dir, "with.jsonl")
+	if err := profiler.Append(with, recs...); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = execute(context.Background(), "report", with, "--schedule", recs[1].Config.Schedule, "--svg-memory", svg)
+	data, _ := os.ReadFile(svg)
+	if code != ExitOK || !bytes.Contains(data, []byte(`class="pipecast-memory"`)) {
+		t.Fatalf("with tracks: exit %d (%s), %d bytes written; want a memory chart", code, errOut, len(data))
+	}
+	if n := bytes.Count(data, []byte(`class="memory-device"`)); n != len(recs[1].Devices) {
+		t.Errorf("%d device panels, want %d", n, len(recs[1].Devices))
+	}
+}
