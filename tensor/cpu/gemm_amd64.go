@@ -28,6 +28,12 @@ func kernAVX512x4(kc int, a, b, c *float32, ldc int, acc bool)
 func kernAVX2(kc int, a, b, c *float32, ldc int, acc bool)
 
 //go:noescape
+func kernAVX2x4(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
+func kernAVX2x2(kc int, a, b, c *float32, ldc int, acc bool)
+
+//go:noescape
 func packA12N(kc int, src *float32, idx *int32, dst *float32, mask int, alpha float32)
 
 //go:noescape
@@ -60,10 +66,7 @@ const gatherMaxLD = 1 << 26
 
 var (
 	gemmKernelAVX512 = gemmKernel{name: "avx512", mr: 12, nr: 32, fn: kern512, partial: partialAVX512, packA: packA512, packB: packB512}
-	gemmKernelAVX2   = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: func(kc int, a, b, c []float32, ldc int, acc bool) {
-		_, _, _ = a[kc*6-1], b[kc*16-1], c[5*ldc+15]
-		kernAVX2(kc, &a[0], &b[0], &c[0], ldc, acc)
-	}, packA: packA256, packB: packB256}
+	gemmKernelAVX2   = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: kern256, partial: partialAVX2, packA: packA256, packB: packB256}
 )
 
 // gemmKernels lists the micro-kernels this CPU can run, fastest first.
@@ -191,6 +194,29 @@ func partialAVX512(mb int) (int, func(kc int, a, b, c []float32, ldc int, acc bo
 func kern512(kc int, a, b, c []float32, ldc int, acc bool) {
 	_, _, _ = a[kc*12-1], b[kc*32-1], c[11*ldc+31]
 	kernAVX512(kc, &a[0], &b[0], &c[0], ldc, acc)
+}
+
+// partialAVX2 returns the avx2 kernel over the first 2 or 4 rows of a
+// sliver, the fewest that cover mb.
+func partialAVX2(mb int) (int, func(kc int, a, b, c []float32, ldc int, acc bool)) {
+	switch {
+	case mb <= 2:
+		return 2, func(kc int, a, b, c []float32, ldc int, acc bool) {
+			_, _, _ = a[kc*6-1], b[kc*16-1], c[1*ldc+15]
+			kernAVX2x2(kc, &a[0], &b[0], &c[0], ldc, acc)
+		}
+	case mb <= 4:
+		return 4, func(kc int, a, b, c []float32, ldc int, acc bool) {
+			_, _, _ = a[kc*6-1], b[kc*16-1], c[3*ldc+15]
+			kernAVX2x4(kc, &a[0], &b[0], &c[0], ldc, acc)
+		}
+	}
+	return 6, kern256
+}
+
+func kern256(kc int, a, b, c []float32, ldc int, acc bool) {
+	_, _, _ = a[kc*6-1], b[kc*16-1], c[5*ldc+15]
+	kernAVX2(kc, &a[0], &b[0], &c[0], ldc, acc)
 }
 
 // packA256 is packA for 6-row slivers: full slivers through packA6N and

@@ -20,6 +20,10 @@ var gemmCases = []gemmCase{
 	{11, 31, 17}, {25, 65, 40}, {gemmMC + 5, 47, 9}, {7, gemmNC + 3, 5},
 	{14, 35, gemmKC + 3}, {37, 70, 2*gemmKC + 1}, {3, 2, 600},
 	{8, 32, 5}, {16, 64, 9}, {20, 96, 3}, {gemmMC + 8, 33, 4},
+	// every ragged height of a 6-row sliver (M mod 6 = 1 … 5) over many
+	// steps, with N ragged and whole: the partial kernels and the edge.
+	{13, 16, 10}, {2, 16, 9}, {8, 48, 11}, {9, 19, 8}, {10, 37, 12},
+	{64, 50, 27}, {17, 32, 8}, {23, 45, 16},
 }
 
 func TestGemmKernels(t *testing.T) {

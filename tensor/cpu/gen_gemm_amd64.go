@@ -40,7 +40,17 @@ func main() {
 		}
 		write(&b, k)
 	}
-	write(&b, kernel{name: "kernAVX2", rows: 6, stride: 6, vecs: 2, width: 32, reg: "Y", zero: "VXORPS", broadcasts: 2})
+	avx2 := kernel{rows: 6, stride: 6, vecs: 2, width: 32, reg: "Y", zero: "VXORPS", broadcasts: 2}
+	for _, rows := range []int{6, 4, 2} {
+		k := avx2
+		k.rows = rows
+		k.name = "kernAVX2"
+		if rows < 6 {
+			k.name = fmt.Sprintf("kernAVX2x%d", rows)
+			b.WriteString("\n// " + k.name + " is kernAVX2 for the first " + fmt.Sprint(rows) + " rows of a 6-row sliver:\n// the ragged last sliver of A wastes no multiply-adds.")
+		}
+		write(&b, k)
+	}
 	if err := os.WriteFile("gemm_amd64.s", []byte(b.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
