@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/schedule"
 )
 
@@ -22,7 +23,7 @@ func TestStragglerSlowsItsComputeByItsFactor(t *testing.T) {
 		Batch: 64, Seed: 5, Threads: 1,
 		Schedule: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2},
 	}
-	opts := RunOptions{Warmup: 4, Steps: 3}
+	opts := RunOptions{Warmup: 4, Steps: 5}
 	plain, err := Run(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestStragglerSlowsItsComputeByItsFactor(t *testing.T) {
 	for i, ds := range took {
 		unslowed[i] = medianNanos(ds)
 	}
+	var ratios []float64
 	for _, s := range slow.Steps {
 		var compute, want int64
 		for i, e := range s.Devices[1].Events {
@@ -66,8 +68,12 @@ func TestStragglerSlowsItsComputeByItsFactor(t *testing.T) {
 		}
 		ratio := float64(compute) / float64(want)
 		t.Logf("step %d: device 1 computed %.2f ms, %.3f × %d × its warm-up %.2f ms", s.Step, float64(compute)/1e6, ratio, factor, float64(want)/factor/1e6)
-		if ratio < 0.9 || ratio > 1.3 {
-			t.Errorf("step %d: device 1's compute took %.2f times %d × its unslowed duration, want 1 (0.9–1.3)", s.Step, ratio, factor)
-		}
+		ratios = append(ratios, ratio)
+	}
+	// One step on a loaded machine can stray either way (a sleep wakes
+	// late; the warm-up the test measures ran slower than the runner's
+	// own measure of it): the median step must be on target.
+	if r := profiler.Median(ratios); r < 0.9 || r > 1.3 {
+		t.Errorf("device 1's compute took a median %.2f times %d × its unslowed duration, want 1 (0.9–1.3)", r, factor)
 	}
 }
