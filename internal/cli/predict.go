@@ -302,15 +302,9 @@ func predictRun(ctx context.Context, opts *PredictOptions) error {
 // keys they belong to and the measured records they rest on; notes on
 // skipped combinations go to standard error.
 func forecast(ctx context.Context, opts *PredictOptions) (preds []profiler.Record, keys []predictor.Key, recs []profiler.Record, err error) {
-	if recs, err = readMeasured(opts.IO.ErrOut, opts.Data); err != nil {
-		return nil, nil, nil, err
-	}
-	fits, err := predictor.Fit(recs)
-	if errors.Is(err, predictor.ErrMixedHugePages) {
-		return nil, nil, nil, &InputError{Err: fmt.Errorf("--data: %w", err)}
-	}
+	fits, recs, err := fitMeasured(opts.IO.ErrOut, opts.Data)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("fit cost models: %w", err)
+		return nil, nil, nil, err
 	}
 	if keys, err = opts.targets(recs); err != nil {
 		return nil, nil, nil, err
@@ -336,6 +330,23 @@ func forecast(ctx context.Context, opts *PredictOptions) (preds []profiler.Recor
 		}
 	}
 	return preds, keys, recs, nil
+}
+
+// fitMeasured reads the measured records of the data files (see
+// readMeasured) and fits their cost models, one per key.
+func fitMeasured(errOut io.Writer, files []string) (map[predictor.Key]*predictor.CostModel, []profiler.Record, error) {
+	recs, err := readMeasured(errOut, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	fits, err := predictor.Fit(recs)
+	if errors.Is(err, predictor.ErrMixedHugePages) {
+		return nil, nil, &InputError{Err: fmt.Errorf("--data: %w", err)}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("fit cost models: %w", err)
+	}
+	return fits, recs, nil
 }
 
 // predictTable is the runs table of the forecasts, titled and footnoted

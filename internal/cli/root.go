@@ -71,6 +71,7 @@ were never run.`,
 	cmd.AddCommand(NewCmdProfile(streams, nil))
 	cmd.AddCommand(NewCmdReport(streams, nil))
 	cmd.AddCommand(NewCmdPredict(streams, nil))
+	cmd.AddCommand(NewCmdPlan(streams, nil))
 	return cmd
 }
 

@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/predictor"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/reports"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// PlanOptions is what the plan command needs.
+type PlanOptions struct {
+	IO     *IOStreams
+	Output Format
+	Wide   bool
+
+	Model     string
+	Image     int
+	Width     float64
+	Classes   int
+	Batch     int
+	Devices   int
+	Memory    string // --memory as given; MemoryBytes parsed (0: no budget)
+	Data      []string
+	Schedules []string
+	Micro     []int
+	Threads   int
+	SVG       string
+
+	MemoryBytes int64
+}
+
+// defaultPlanMicro are the micro-batch counts a plan tries by default.
+var defaultPlanMicro = []int{1, 2, 4, 8, 16, 32}
+
+// NewCmdPlan returns the plan command. runF, when not nil, runs instead
+// of the real work, so that tests can check what the flags parsed into.
+func NewCmdPlan(streams *IOStreams, runF func(*PlanOptions) error) *cobra.Command {
+	opts := &PlanOptions{IO: streams}
+	cmd := &cobra.Command{
+		Use:   "plan --model M --batch B --devices K [flags]",
+		Short: "Pick the schedule, micro-batches and checkpointing under a memory budget",
+		Long: `Weigh every schedule for one model, batch and device count: gpipe in each
+checkpoint mode (never, except-last, always), coop at look-ahead 1 and 2,
+1f1b, and single on one device, each at every micro-batch count of
+--microbatches that the batch splits into. Each configuration's peak
+memory per device, by category, comes from one step on the meta backend:
+exact, and without training. With --data (the runs.jsonl of measured
+runs of the same model and sizes, as pipecast predict takes) each is
+also forecast as pipecast predict forecasts it: step time, bubble and
+samples/s.
+
+A configuration whose largest device needs more than --memory bytes (16GiB,
+512MiB, 2e9) is over budget. The others are ranked by forecast step time
+with --data, by peak memory without, and the line after the table names
+the best. --svg FILE draws forecast step time against peak memory with
+the budget line (without --data: each configuration's peak as a bar).`,
+		Example: `  pipecast plan --model resnet50 --image 224 --width 1 --batch 32 --devices 4
+  pipecast plan --model mlp --batch 16 --devices 2 --memory 2MiB --output markdown
+  pipecast plan --model resnet50 --image 32 --width 0.25 --batch 16 --devices 2 --data runs/runs.jsonl --svg plan.svg`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return planRun(ctx, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Model, "model", "", "the model to plan for (see pipecast models)")
+	f.IntVar(&opts.Image, "image", 0, "input height and width in pixels (0: the model's default)")
+	f.Float64Var(&opts.Width, "width", 1, "channel-width multiplier (1: torchvision's networks)")
+	f.IntVar(&opts.Classes, "classes", 0, "number of output classes (0: the model's default)")
+	f.IntVar(&opts.Batch, "batch", 0, "mini-batch size B")
+	f.IntVar(&opts.Devices, "devices", 0, "number of devices K")
+	f.StringVar(&opts.Memory, "memory", "", "memory budget per device in bytes (16GiB, 512MiB, 2e9)")
+	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs to forecast step times from")
+	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules to weigh: "+strings.Join(schedule.Names(), ",")+" (default: all)")
+	f.IntSliceVar(&opts.Micro, "microbatches", defaultPlanMicro, "numbers of micro-batches M per step to try")
+	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's, else the cores over K)")
+	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
+	addTableFlags(cmd, &opts.Output, &opts.Wide)
+	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// validate checks the flags before any work: one line for the first
+// that is wrong.
+func (o *PlanOptions) validate() error {
+	if o.Model == "" {
+		return usageErrorf("--model: required (see pipecast models)")
+	}
+	if _, err := models.LookupArch(o.Model); err != nil {
+		return usageErrorf("--model %q: %v", o.Model, err)
+	}
+	switch {
+	case o.Devices < 1:
+		return usageErrorf("--devices %d: need at least 1 device", o.Devices)
+	case o.Batch < 1:
+		return usageErrorf("--batch %d: need at least 1 sample", o.Batch)
+	case o.Threads < 0:
+		return usageErrorf("--threads %d: need at least 1 (or 0 for the default)", o.Threads)
+	case len(o.Micro) == 0:
+		return usageErrorf("--microbatches: empty list")
+	case !(o.Width > 0) || math.IsInf(o.Width, 1):
+		return usageErrorf("--width %g: must be a positive number", o.Width)
+	case o.Image < 0 || o.Classes < 0:
+		return usageErrorf("--image and --classes: need 0 (the default) or more")
+	}
+	for _, s := range o.Schedules {
+		if !slices.Contains(schedule.Names(), s) {
+			return usageErrorf("--schedule %q: unknown schedule (want %s)", s, strings.Join(schedule.Names(), ", "))
+		}
+	}
+	if !slices.ContainsFunc(o.Micro, func(m int) bool { return m >= 1 && o.Batch%m == 0 }) {
+		return usageErrorf("--batch %d: it splits into none of the micro-batch counts %v; give --microbatches that divide it",
+			o.Batch, o.Micro)
+	}
+	var err error
+	if o.MemoryBytes, err = parseBytes(o.Memory); err != nil {
+		return usageErrorf("--memory %q: %v", o.Memory, err)
+	}
+	for _, path := range o.Data {
+		if _, err := os.Stat(path); err != nil {
+			return usageErrorf("--data %s: %v", path, errors.Unwrap(err))
+		}
+	}
+	base := o.base(0)
+	base.Schedule.Name = schedule.GPipe
+	base.Schedule.Micro = 1
+	var inv *config.InvalidError
+	if err := base.Validate(); errors.As(err, &inv) && !inv.Rule.Misfit() {
+		return usageErrorf("--%s %s: %s", inv.Field, inv.Value, inv.Reason)
+	}
+	return nil
+}
+
+// byteUnits are the suffixes parseBytes takes, lower case.
+var byteUnits = map[string]float64{
+	"": 1, "b": 1,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+
+// parseBytes parses a size in bytes: a number (2e9, 1.5) with an
+// optional unit, decimal (kB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB,
+// and K, M, G, T as their short forms), in any case. "" is 0: no budget.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	end := len(s)
+	for end > 0 && (s[end-1] < '0' || s[end-1] > '9') && s[end-1] != '.' {
+		end--
+	}
+	unit, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[end:]))]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q (want B, kB, MB, GB, KiB, MiB, GiB, TiB)", strings.TrimSpace(s[end:]))
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s[:end]), 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) || v*unit > math.MaxInt64/2 {
+		return 0, errors.New("want a positive size such as 16GiB, 512MiB or 2e9")
+	}
+	return int64(math.Round(v * unit)), nil
+}
+
+// base is the configuration every planned one shares, with threads
+// (0: the flag's, else the default for K).
+func (o *PlanOptions) base(threads int) config.Config {
+	a, _ := models.LookupArch(o.Model) // validate checked it
+	if threads == 0 {
+		threads = o.Threads
+	}
+	if threads == 0 {
+		threads = config.DefaultThreads(o.Devices)
+	}
+	return config.Config{
+		Model: o.Model, ModelConfig: config.SizedModel(a, o.Image, o.Classes, o.Width), Batch: o.Batch,
+		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
+		Threads: threads, Dataset: "synthetic", Seed: 1, SGD: config.DefaultSGD(),
+	}
+}
+
+// planCosts fits the data's cost models and returns the one of the
+// planned model, with the configuration it is planned on; nil costs
+// without data.
+func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, error) {
+	if len(o.Data) == 0 {
+		return nil, o.base(0), nil
+	}
+	fits, recs, err := fitMeasured(o.IO.ErrOut, o.Data)
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Images: []int{o.Image},
+		Classes: []int{o.Classes}, Widths: []float64{o.Width}, Threads: o.Threads}}
+	keys, err := sel.targets(recs)
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	if len(keys) > 1 {
+		return nil, config.Config{}, usageErrorf("--data holds runs of %s at several thread counts or backends; pick one with --threads", o.Model)
+	}
+	key := keys[0]
+	cfg := o.base(key.Threads)
+	data := predictor.DataSweep(recs, key)
+	cfg.Backend, cfg.Balance, cfg.Transport = key.Backend, data.Balance, key.Transport
+	return fits[key], cfg, nil
+}
+
+func planRun(ctx context.Context, opts *PlanOptions) error {
+	costs, base, err := planCosts(opts)
+	if err != nil {
+		return err
+	}
+	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules}
+	cfgs, skips, err := space.Configs()
+	if err != nil {
+		return sweepError(err, nil)
+	}
+	for _, s := range skips {
+		fmt.Fprintf(opts.IO.ErrOut, "pipecast: skipped %d configuration(s): %s\n", s.Count, s.Reason)
+	}
+	if len(cfgs) == 0 {
+		return &InputError{Err: errors.New("no configuration can run; give other --microbatches, --batch or --devices")}
+	}
+	rows, failed, err := predictor.Plan(ctx, costs, cfgs, 0)
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "pipecast: skipped %d configuration(s) that cannot train, the first %s: %v\n",
+			len(failed), failed[0].Config, failed[0].Err)
+	}
+	if len(rows) == 0 {
+		return &InputError{Err: errors.New("no configuration can train; give other --microbatches, --batch or --devices")}
+	}
+	predictor.RankPlan(rows, opts.MemoryBytes)
+	entries := planEntries(rows)
+	topts := reports.PlanTableOptions{Title: planTitle(base, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes}
+	verdict := reports.PlanVerdict(entries, topts)
+	if opts.SVG != "" {
+		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return reports.WritePlanSVG(w, entries, topts) }); err != nil {
+			return err
+		}
+	}
+	topts.Footnotes = []string{verdict}
+	if opts.Output == FormatCSV || opts.Output == FormatJSON {
+		fmt.Fprintln(opts.IO.ErrOut, verdict) // machine formats carry no footnotes
+	}
+	return renderTable(opts.IO.Out, reports.PlanTable(entries, topts), opts.Output, opts.Wide)
+}
+
+// planTitle names what was planned.
+func planTitle(base config.Config, n int, timed bool) string {
+	what := "peak memory"
+	if timed {
+		what = "peak memory and forecast step time"
+	}
+	label := reports.ModelLabel(profiler.RunConfig{Model: base.Model, Image: base.ModelConfig.Image, Width: base.ModelConfig.Width})
+	return fmt.Sprintf("pipecast plan: %s, batch %d on %d device(s) of %d thread(s): %d configurations by %s",
+		label, base.Batch, base.Schedule.Devices, base.Threads, n, what)
+}
+
+// planEntries are the rows as the plan table shows them.
+func planEntries(rows []predictor.PlanRow) []reports.PlanEntry {
+	out := make([]reports.PlanEntry, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		s := r.Config.Schedule
+		peak, dev := r.PeakBytes()
+		e := reports.PlanEntry{Schedule: s.Name, Micro: s.Micro, PeakBytes: peak, PeakDevice: dev,
+			TopCategory: r.TopCategory().String(), Rank: r.Rank, OverBudget: r.OverBudget}
+		switch s.Name {
+		case schedule.GPipe:
+			e.Options = s.Checkpoint.String()
+		case schedule.Coop:
+			e.Options = fmt.Sprintf("d=%d", s.Prefetch)
+		}
+		if p := r.Predicted; p != nil {
+			e.Timed, e.StepNanos = true, p.Summary.StepNanosMedian
+			e.BubbleFraction, e.SamplesPerSecond = p.Summary.BubbleFraction, p.Summary.SamplesPerSecond
+		}
+		out[i] = e
+	}
+	return out
+}

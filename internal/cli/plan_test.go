@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlanUsageErrors checks that bad input is one line and exit status 2,
+// before any work.
+func TestPlanUsageErrors(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"plan", "--model", "mlp", "--batch", "8", "--devices", "2"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "unknown model", args: []string{"plan", "--model", "nope", "--batch", "8", "--devices", "2"}, want: "--model"},
+		{name: "no model", args: []string{"plan", "--batch", "8", "--devices", "2"}, want: "--model"},
+		{name: "K below 1", args: []string{"plan", "--model", "mlp", "--batch", "8", "--devices", "0"}, want: "--devices 0"},
+		{name: "batch splits into none", args: append(base[:5:5], "--devices", "2", "--batch", "7", "--microbatches", "2,4"), want: "--batch 7"},
+		{name: "memory unparsable", args: append(base, "--memory", "lots"), want: "--memory"},
+		{name: "memory unit", args: append(base, "--memory", "3XB"), want: "unknown unit"},
+		{name: "data missing", args: append(base, "--data", "/nonexistent/runs.jsonl"), want: "--data"},
+		{name: "data without records", args: append(base, "--data", empty), want: "no measured run"},
+		{name: "too many devices", args: []string{"plan", "--model", "mlp", "--batch", "8", "--devices", "9"}, want: "--devices 9"},
+		{name: "unknown schedule", args: append(base, "--schedule", "zb"), want: "--schedule"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+			first := strings.SplitN(errOut, "\n", 2)[0]
+			if !strings.Contains(first, tc.want) {
+				t.Errorf("first line %q, want it to name %q", first, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanGolden checks a small plan without data, under a budget.
+func TestPlanGolden(t *testing.T) {
+	code, out, errOut := run(t, "plan", "--model", "mlp", "--batch", "12", "--devices", "2", "--threads", "1",
+		"--memory", "14MiB", "--microbatches", "1,2,4,5", "--wide")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	checkGolden(t, "plan_mlp.txt", out)
+	if !strings.Contains(errOut, "skipped 6 configuration(s): micro-batch counts that batch 12 does not split into equally") {
+		t.Errorf("stderr %q, want the skipped M=5 counted", errOut)
+	}
+	if !strings.Contains(out, "over budget") || !strings.Contains(out, "Lightest: ") {
+		t.Errorf("the plan marks nothing over budget or names no lightest:\n%s", out)
+	}
+}
+
+// TestPlanWithData checks that a plan forecasts from data and ranks by
+// step time, and that --svg draws the scatter.
+func TestPlanWithData(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "plan.svg")
+	code, out, errOut := run(t, "plan", "--model", "resnet50", "--image", "32", "--width", "0.25", "--batch", "16",
+		"--devices", "2", "--microbatches", "2,4", "--schedule", "gpipe,coop,1f1b",
+		"--data", "../../predictor/testdata/validation_runs.jsonl", "--svg", svg, "--output", "csv")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got, want := len(lines), 1+2*6; got != want {
+		t.Errorf("%d csv lines, want %d:\n%s", got, want, out)
+	}
+	if !strings.Contains(lines[0], "step_nanos") || !strings.Contains(errOut, "Fastest: ") {
+		t.Errorf("no forecast column or no fastest named: %s\n%s", lines[0], errOut)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `class="plan-point"`); n != 12 {
+		t.Errorf("%d points in the SVG, want 12", n)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"16GiB", 16 << 30, true}, {"512MiB", 512 << 20, true}, {"2e9", 2e9, true},
+		{"1.5 kB", 1500, true}, {"4g", 4 << 30, true}, {"100", 100, true}, {"0", 0, false},
+		{"-1GiB", 0, false}, {"GiB", 0, false}, {"3 parsecs", 0, false},
+	}
+	for _, tc := range tests {
+		got, err := parseBytes(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"16GiB", "2e9", "1.5 kB", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseBytes(s)
+		if err == nil && n < 0 {
+			t.Errorf("parseBytes(%q) = %d, a negative size", s, n)
+		}
+	})
+}

@@ -1,0 +1,260 @@
+package predictor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// PlanPrefetch are the coop look-ahead depths a plan tries: the shallowest
+// (least memory) and the next, which fills more of the bubble.
+var PlanPrefetch = []int{1, 2}
+
+// PlanCheckpoints are the gpipe checkpoint modes a plan tries, from the
+// least recompute to the least memory.
+var PlanCheckpoints = []schedule.Checkpoint{schedule.Never, schedule.ExceptLast, schedule.Always}
+
+// PlanSpace is the configurations a plan weighs: Base (model, sizes, batch,
+// K in Schedule.Devices, balance, threads, backend) under every schedule
+// of Schedules with each of its options and each micro-batch count of
+// Micro.
+type PlanSpace struct {
+	Base      config.Config
+	Micro     []int
+	Schedules []string // nil: every schedule of the runner
+}
+
+// PlanSkip counts the configurations of one kind that a plan left out,
+// with the reason shared by all of them.
+type PlanSkip struct {
+	Reason string
+	Count  int
+}
+
+// Configs returns the configurations of s that can run, in schedule,
+// option and micro-batch order, and what it left out by kind: micro-batch
+// counts the batch does not split into, coop where the batch does not
+// split into K shards. single is left out without a note where K > 1.
+// Any other rule that a configuration breaks is returned as an error.
+func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
+	names := s.Schedules
+	if names == nil {
+		names = schedule.Names()
+	}
+	k := s.Base.Schedule.Devices
+	var out []config.Config
+	skips := map[config.Rule]*PlanSkip{}
+	var order []config.Rule
+	for _, name := range names {
+		if name == schedule.Single && k > 1 {
+			continue
+		}
+		for _, opts := range planOptions(name) {
+			for _, m := range s.Micro {
+				cfg := s.Base
+				cfg.Schedule = opts
+				cfg.Schedule.Devices, cfg.Schedule.Micro = k, m
+				var inv *config.InvalidError
+				switch err := cfg.Validate(); {
+				case errors.As(err, &inv) && inv.Rule.Misfit():
+					if skips[inv.Rule] == nil {
+						skips[inv.Rule] = &PlanSkip{Reason: planSkipReason(inv.Rule, cfg)}
+						order = append(order, inv.Rule)
+					}
+					skips[inv.Rule].Count++
+					continue
+				case err != nil:
+					return nil, nil, err
+				}
+				out = append(out, cfg)
+			}
+		}
+	}
+	var notes []PlanSkip
+	for _, r := range order {
+		notes = append(notes, *skips[r])
+	}
+	return out, notes, nil
+}
+
+// planOptions are the option sets of a schedule that a plan tries.
+func planOptions(name string) []schedule.Options {
+	switch name {
+	case schedule.GPipe:
+		var out []schedule.Options
+		for _, c := range PlanCheckpoints {
+			out = append(out, schedule.Options{Name: name, Checkpoint: c})
+		}
+		return out
+	case schedule.Coop:
+		var out []schedule.Options
+		for _, d := range PlanPrefetch {
+			out = append(out, schedule.Options{Name: name, Prefetch: d})
+		}
+		return out
+	}
+	return []schedule.Options{{Name: name}}
+}
+
+// planSkipReason says why configurations breaking rule r are left out.
+func planSkipReason(r config.Rule, cfg config.Config) string {
+	switch r {
+	case config.RuleMicro:
+		return fmt.Sprintf("micro-batch counts that batch %d does not split into equally", cfg.Batch)
+	case config.RuleShards:
+		return fmt.Sprintf("coop, whose batch %d does not split into %d equal shards", cfg.Batch, cfg.Schedule.Devices)
+	}
+	return "single at K > 1"
+}
+
+// PlanRow is one configuration of a plan: each device's peak memory by
+// category and, with a cost model, the forecast run.
+type PlanRow struct {
+	Config config.Config
+	Memory []tensor.MemStats
+	// Predicted is the forecast of Config (nil without a cost model).
+	Predicted *profiler.Record
+	// Rank is the row's place among those within the budget (1: the
+	// best), 0 when over it; OverBudget says so.
+	Rank       int
+	OverBudget bool
+}
+
+// PeakBytes returns the largest device's peak bytes and that device.
+func (r *PlanRow) PeakBytes() (bytes int64, device int) {
+	for d, m := range r.Memory {
+		if m.PeakTotalBytes > bytes {
+			bytes, device = m.PeakTotalBytes, d
+		}
+	}
+	return bytes, device
+}
+
+// TopCategory returns the category holding the most of the largest
+// device's memory at its peak.
+func (r *PlanRow) TopCategory() tensor.Category {
+	_, d := r.PeakBytes()
+	top := tensor.Category(0)
+	if d >= len(r.Memory) {
+		return top
+	}
+	for c := range tensor.NumCategories {
+		if r.Memory[d].PeakBytes[c] > r.Memory[d].PeakBytes[top] {
+			top = tensor.Category(c)
+		}
+	}
+	return top
+}
+
+// PlanFailure is a configuration whose meta step refused to run (a batch
+// norm given one value per channel, say): a plan leaves it out.
+type PlanFailure struct {
+	Config config.Config
+	Err    error
+}
+
+// Plan computes every configuration's memory on the meta backend and,
+// when costs is not nil, forecasts it as Predict does (whose record then
+// gives the memory too, replayed in the forecast's op order). The
+// configurations run on up to workers goroutines (GOMAXPROCS when 0).
+// A configuration whose meta step fails with a runner fault is returned
+// among the failures; any other error stops the plan.
+func Plan(ctx context.Context, costs *CostModel, cfgs []config.Config, workers int) ([]PlanRow, []PlanFailure, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	rows := make([]PlanRow, len(cfgs))
+	errs := make([]error, len(cfgs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(1, len(cfgs))) {
+		wg.Go(func() {
+			for i := range next {
+				rows[i], errs[i] = planRow(ctx, costs, cfgs[i])
+			}
+		})
+	}
+	for i := range cfgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var kept []PlanRow
+	var failed []PlanFailure
+	for i, err := range errs {
+		var f *runner.Fault
+		switch {
+		case errors.As(err, &f):
+			failed = append(failed, PlanFailure{Config: cfgs[i], Err: err})
+		case err != nil:
+			return nil, nil, fmt.Errorf("plan %s: %w", cfgs[i], err)
+		default:
+			kept = append(kept, rows[i])
+		}
+	}
+	return kept, failed, nil
+}
+
+// planRow is the row of one configuration.
+func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow, error) {
+	if costs == nil {
+		mem, err := PeakMemory(ctx, cfg)
+		return PlanRow{Config: cfg, Memory: mem}, err
+	}
+	rec, err := Predict(ctx, costs, cfg)
+	if err != nil {
+		return PlanRow{}, err
+	}
+	mem := make([]tensor.MemStats, len(rec.Devices))
+	for d, dev := range rec.Devices {
+		mem[d].PeakTotalBytes = dev.PeakBytes
+		for c := range tensor.NumCategories {
+			mem[d].PeakBytes[c] = dev.PeakBytesByCategory[tensor.Category(c).String()]
+		}
+	}
+	return PlanRow{Config: cfg, Memory: mem, Predicted: &rec}, nil
+}
+
+// RankPlan marks the rows whose largest device's peak exceeds budget
+// bytes (none when budget ≤ 0) and ranks the others, fastest forecast
+// step first when every row has a forecast, otherwise lightest peak
+// first; ties keep the rows' order. It sorts rows: ranked rows first,
+// then those over budget, lightest first.
+func RankPlan(rows []PlanRow, budget int64) {
+	timed := len(rows) > 0 && !slices.ContainsFunc(rows, func(r PlanRow) bool { return r.Predicted == nil })
+	for i := range rows {
+		peak, _ := rows[i].PeakBytes()
+		rows[i].OverBudget = budget > 0 && peak > budget
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := &rows[i], &rows[j]
+		if a.OverBudget != b.OverBudget {
+			return !a.OverBudget
+		}
+		pa, _ := a.PeakBytes()
+		pb, _ := b.PeakBytes()
+		if timed && !a.OverBudget {
+			sa, sb := a.Predicted.Summary.StepNanosMedian, b.Predicted.Summary.StepNanosMedian
+			if sa != sb {
+				return sa < sb
+			}
+		}
+		return pa < pb
+	})
+	for i := range rows {
+		rows[i].Rank = 0
+		if !rows[i].OverBudget {
+			rows[i].Rank = i + 1
+		}
+	}
+}

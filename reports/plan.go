@@ -1,0 +1,133 @@
+package reports
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// PlanEntry is one configuration of a plan as the plan table shows it.
+type PlanEntry struct {
+	// Schedule is the schedule's name; Options its options ("except-last",
+	// "d=1"), "" for none.
+	Schedule, Options string
+	Micro             int
+	// PeakBytes is the largest device's peak, PeakDevice that device and
+	// TopCategory the memory category holding the most of it.
+	PeakBytes   int64
+	PeakDevice  int
+	TopCategory string
+	// Timed says whether the forecast figures hold a forecast.
+	Timed            bool
+	StepNanos        int64
+	BubbleFraction   float64
+	SamplesPerSecond float64
+	// Rank is the entry's place among those within the budget (1: the
+	// best); OverBudget marks one above it, which has no rank.
+	Rank       int
+	OverBudget bool
+}
+
+// PlanTableOptions are a plan table's title and what its rows rest on.
+type PlanTableOptions struct {
+	Title string
+	// Timed shows the forecast columns; BudgetBytes, when positive, is
+	// the memory budget per device.
+	Timed       bool
+	BudgetBytes int64
+	// Footnotes are added after the table's own.
+	Footnotes []string
+}
+
+// PlanTable returns the table of a plan's entries, in their order. On a
+// narrow terminal (Table.Fit) the samples/s fold first, then the top
+// category, the bubble and the options; schedule, M, peak, step, rank
+// and budget stay.
+func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
+	cols := []Column{
+		{Key: "schedule", Header: "schedule"},
+		{Key: "options", Header: "options", Fold: 2},
+		{Key: "microbatches", Header: "M", Align: AlignRight},
+		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
+		{Key: "peak_device", Header: "device", Show: Machines},
+		{Key: "top_category", Header: "top category", Fold: 4},
+	}
+	if opts.Timed {
+		cols = append(cols,
+			Column{Key: "step_nanos", Header: "step", Align: AlignRight},
+			Column{Key: "bubble_fraction", Header: "bubble", Align: AlignRight, Fold: 3},
+			Column{Key: "samples_per_second", Header: "samples/s", Align: AlignRight, Fold: 5})
+	}
+	cols = append(cols,
+		Column{Key: "rank", Header: "rank", Align: AlignRight},
+		Column{Key: "over_budget", Header: "budget"})
+	t := &Table{Title: opts.Title, Columns: cols}
+	for _, e := range entries {
+		t.Rows = append(t.Rows, planRow(e, opts))
+	}
+	t.Footnotes = append(planFootnotes(opts), opts.Footnotes...)
+	return t
+}
+
+// planRow is the row of e in the columns of PlanTable.
+func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
+	options := String(e.Options)
+	if e.Options == "" {
+		options = Cell{Value: "", Text: "—"}
+	}
+	row := []Cell{String(e.Schedule), options, Int(int64(e.Micro)), Bytes(e.PeakBytes),
+		Int(int64(e.PeakDevice)), String(e.TopCategory)}
+	if opts.Timed {
+		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)},
+			runsPercentCell(e.BubbleFraction), Float(e.SamplesPerSecond, 1))
+	}
+	rank, budget := Int(int64(e.Rank)), Cell{Value: false, Text: "ok"}
+	switch {
+	case e.OverBudget:
+		rank, budget = Cell{Text: "—"}, Cell{Value: true, Text: "over budget"}
+	case opts.BudgetBytes <= 0:
+		budget = Cell{Value: false, Text: "—"}
+	}
+	return append(row, rank, budget)
+}
+
+// planFootnotes say what the columns mean and how the rows are ranked.
+func planFootnotes(opts PlanTableOptions) []string {
+	notes := []string{"peak/device: the largest device's peak bytes in a training step, exact from the runner's " +
+		"memory accounting on the meta backend; top category: what holds the most of it."}
+	if opts.Timed {
+		notes = append(notes, "step, bubble, samples/s: forecast from the costs fitted to --data, as pipecast predict does; "+
+			"rank: by forecast step time.")
+	} else {
+		notes = append(notes, "rank: by peak memory (give --data RUNS.jsonl to forecast and rank by step time).")
+	}
+	if opts.BudgetBytes > 0 {
+		notes = append(notes, "budget: "+FormatBytes(opts.BudgetBytes)+" per device; over budget: not ranked.")
+	}
+	return notes
+}
+
+// PlanVerdict is the line that names the plan's best entry (rank 1) with
+// its numbers, or says that none fits the budget.
+func PlanVerdict(entries []PlanEntry, opts PlanTableOptions) string {
+	for _, e := range entries {
+		if e.Rank != 1 {
+			continue
+		}
+		name := e.Schedule
+		if e.Options != "" {
+			name += " (" + e.Options + ")"
+		}
+		if opts.Timed {
+			return fmt.Sprintf("Fastest: %s with M=%d, %s a step (%s samples/s, bubble %s), peak %s per device.",
+				name, e.Micro, FormatNanos(e.StepNanos), strconv.FormatFloat(e.SamplesPerSecond, 'f', 1, 64),
+				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes))
+		}
+		return fmt.Sprintf("Lightest: %s with M=%d, peak %s per device (device %d, mostly %s).",
+			name, e.Micro, FormatBytes(e.PeakBytes), e.PeakDevice, e.TopCategory)
+	}
+	if opts.BudgetBytes > 0 {
+		return "No configuration fits the budget of " + FormatBytes(opts.BudgetBytes) +
+			" per device: use more devices, a smaller batch or a smaller model."
+	}
+	return "No configuration to rank."
+}

@@ -1,0 +1,73 @@
+package reports
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// samplePlan is a small plan: two ranked entries and one over budget.
+func samplePlan() []PlanEntry {
+	return []PlanEntry{
+		{Schedule: "1f1b", Micro: 4, PeakBytes: 3 << 20, PeakDevice: 0, TopCategory: "weights", Timed: true,
+			StepNanos: 21_500_000, BubbleFraction: 0.2, SamplesPerSecond: 744.2, Rank: 1},
+		{Schedule: "coop", Options: "d=1", Micro: 2, PeakBytes: 5 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
+			StepNanos: 23_000_000, BubbleFraction: 0.1, SamplesPerSecond: 695.7, Rank: 2},
+		{Schedule: "gpipe", Options: "never", Micro: 8, PeakBytes: 9 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
+			StepNanos: 20_000_000, BubbleFraction: 0.3, SamplesPerSecond: 800, OverBudget: true},
+	}
+}
+
+func TestPlanTableGolden(t *testing.T) {
+	opts := PlanTableOptions{Title: "plan", Timed: true, BudgetBytes: 8 << 20}
+	tbl := PlanTable(samplePlan(), opts)
+	for _, f := range allFormats {
+		var b bytes.Buffer
+		if err := Render(&b, tbl, f); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "plan_table."+extension[f], b.Bytes())
+	}
+	if got, want := PlanVerdict(samplePlan(), opts), "Fastest: 1f1b with M=4, 21.5 ms a step (744.2 samples/s, bubble 20.0 %), peak 3.00 MiB per device."; got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+}
+
+func TestPlanTableUntimed(t *testing.T) {
+	entries := samplePlan()
+	for i := range entries {
+		entries[i].Timed = false
+	}
+	opts := PlanTableOptions{}
+	tbl := PlanTable(entries, opts)
+	for _, c := range tbl.Columns {
+		if c.Key == "step_nanos" {
+			t.Errorf("an untimed plan shows the step column")
+		}
+	}
+	if got := PlanVerdict(entries, opts); !strings.HasPrefix(got, "Lightest: 1f1b with M=4, peak 3.00 MiB") {
+		t.Errorf("verdict %q, want the lightest named", got)
+	}
+	entries[0].Rank, entries[1].Rank = 0, 0
+	if got := PlanVerdict(entries, PlanTableOptions{BudgetBytes: 1 << 20}); !strings.HasPrefix(got, "No configuration fits") {
+		t.Errorf("verdict %q, want none fits", got)
+	}
+}
+
+// TestPlanTableFolds checks that a narrow terminal keeps the
+// configuration, the peak, the step and the rank.
+func TestPlanTableFolds(t *testing.T) {
+	tbl := PlanTable(samplePlan(), PlanTableOptions{Timed: true, BudgetBytes: 8 << 20}).Fit(50, "--wide shows all columns")
+	var heads []string
+	for _, c := range tbl.Columns {
+		heads = append(heads, c.Key)
+	}
+	for _, k := range []string{"schedule", "microbatches", "peak_bytes_max", "step_nanos", "rank"} {
+		if !strings.Contains(strings.Join(heads, " "), k) {
+			t.Errorf("fitted columns %v lack %s", heads, k)
+		}
+	}
+	if strings.Contains(strings.Join(heads, " "), "samples_per_second") {
+		t.Errorf("fitted columns %v keep samples/s, which folds first", heads)
+	}
+}
