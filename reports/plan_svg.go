@@ -104,7 +104,13 @@ func planScatter(s *svgWriter, entries []PlanEntry, opts PlanTableOptions) {
 		}
 		s.printf(`<circle class="plan-point" cx="%s" cy="%s" r="4" fill="%s" stroke="%s"><title>%s</title></circle>`+"\n",
 			svgNum(px), svgNum(py), fill, planColor(e), svgEscape(planLabel(e)+": "+FormatBytes(e.PeakBytes)+", "+FormatNanos(e.StepNanos)))
-		s.text(px+6, py-4, ` font-size="9"`, planLabel(e))
+		// A label that would run past the plot's right edge goes on
+		// the point's left (about 5 px a character at 9 px).
+		if label := planLabel(e); px+6+5*float64(len([]rune(label))) > planWidth-planRight {
+			s.text(px-6, py-4, ` font-size="9" text-anchor="end"`, label)
+		} else {
+			s.text(px+6, py-4, ` font-size="9"`, label)
+		}
 	}
 }
 
