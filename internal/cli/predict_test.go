@@ -371,7 +371,7 @@ func TestPredictValidateGolden(t *testing.T) {
 	for _, format := range []string{"table", "markdown", "csv", "json"} {
 		t.Run(format, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := renderValidation(&out, v, 12, Format(format)); err != nil {
+			if err := renderValidation(&out, v, 12, Format(format), false); err != nil {
 				t.Fatal(err)
 			}
 			if format == "json" && !json.Valid(out.Bytes()) {

@@ -34,15 +34,16 @@ func predictValidateRun(ctx context.Context, opts *PredictOptions) error {
 			return err
 		}
 	}
-	return renderValidation(opts.IO.Out, v, len(recs), opts.Output)
+	return renderValidation(opts.IO.Out, v, len(recs), opts.Output, opts.Wide)
 }
 
-// renderValidation writes the validation table in format; json is one
-// document of the rows and what the table's footnotes say.
-func renderValidation(w io.Writer, v *predictor.Validation, measured int, format Format) error {
+// renderValidation writes the validation table in format, folded to a
+// narrow terminal unless wide; json is one document of the rows and what
+// the table's footnotes say.
+func renderValidation(w io.Writer, v *predictor.Validation, measured int, format Format, wide bool) error {
 	t := validationTable(v, measured)
 	if format != FormatJSON {
-		return reports.Render(w, t, reports.Format(format))
+		return renderTable(w, t, format, wide)
 	}
 	doc := struct {
 		Rows         []reports.Object    `json:"rows"`
@@ -86,10 +87,12 @@ func validationTable(v *predictor.Validation, measured int) *reports.Table {
 			{Key: "mape", Header: "MAPE", Align: reports.AlignRight},
 			{Key: "max_err", Header: "max error", Align: reports.AlignRight},
 			{Key: "kendall_tau", Header: "Kendall τ", Align: reports.AlignRight},
-			{Key: "noise", Header: "noise", Align: reports.AlignRight},
-			{Key: "run_spread", Header: "run spread", Align: reports.AlignRight},
-			{Key: "baseline_mape", Header: "baseline MAPE", Align: reports.AlignRight},
-			{Key: "baseline_max_err", Header: "baseline max", Align: reports.AlignRight},
+			// On a narrow terminal the baseline goes first, then the
+			// measurements' own spread; the forecast's errors stay.
+			{Key: "noise", Header: "noise", Align: reports.AlignRight, Fold: 2},
+			{Key: "run_spread", Header: "run spread", Align: reports.AlignRight, Fold: 1},
+			{Key: "baseline_mape", Header: "baseline MAPE", Align: reports.AlignRight, Fold: 3},
+			{Key: "baseline_max_err", Header: "baseline max", Align: reports.AlignRight, Fold: 4},
 		},
 	}
 	for _, r := range v.Rows {
