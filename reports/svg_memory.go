@@ -97,7 +97,7 @@ func WriteMemorySVG(w io.Writer, rec profiler.Record) error {
 		y := func(b int64) float64 { return top + memPanelHeight - float64(b)/scale*memPanelHeight }
 		writeMemPanel(s, rec, ix, p, x, y, top, span, unit, tick)
 	}
-	writeMemTimeAxis(s, span, x, bottom)
+	writeTimeAxis(s, span, x, [][2]float64{{memTop + memPanelGap - 4, bottom + 4}}, "2 3", bottom)
 	writeMemLegend(s, cats, bottom+58)
 	s.printf("</svg>\n")
 	return s.err
@@ -360,27 +360,6 @@ func memPeakLabel(rec profiler.Record, ix *exportIndex, p memPanel) (head, parts
 		parts += next
 	}
 	return head, parts
-}
-
-// writeMemTimeAxis draws the time axis below bottom: as the timeline's,
-// ticks of milliseconds, labels and the axis title.
-func writeMemTimeAxis(s *svgWriter, span int64, x func(int64) float64, bottom float64) {
-	ms := float64(span) / 1e6
-	tick := svgNiceStep(ms, 10)
-	decimals := 0
-	for t := tick; t < 1-1e-9; t *= 10 {
-		decimals++
-	}
-	s.printf(`<g class="axis">` + "\n")
-	for k := 0; float64(k)*tick <= ms*(1+1e-9); k++ {
-		tx := x(int64(math.Round(float64(k) * tick * 1e6)))
-		s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4" stroke-dasharray="2 3"/>`+"\n",
-			svgNum(tx), svgNum(memTop+memPanelGap-4), svgNum(tx), svgNum(bottom+4))
-		s.text(tx, bottom+18, ` text-anchor="middle"`, strconv.FormatFloat(float64(k)*tick, 'f', decimals, 64))
-	}
-	s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#000000"/>`+"\n", svgNum(tlLeft), svgNum(bottom+4), svgNum(tlWidth-tlRight), svgNum(bottom+4))
-	s.text((tlLeft+tlWidth-tlRight)/2, bottom+36, ` class="axis-label" text-anchor="middle"`, "time since the step began (ms)")
-	s.printf("</g>\n")
 }
 
 // writeMemLegend draws a swatch per drawn category, its baseline at y.

@@ -62,7 +62,7 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
 	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
 	// Grid and rows first, so the ops are drawn over them.
-	writeTimeAxis(s, b.span, x, [][2]float64{{tlTop - 4, bottom + 4}}, bottom)
+	writeTimeAxis(s, b.span, x, [][2]float64{{tlTop - 4, bottom + 4}}, "", bottom)
 	writeBandRows(s, b, x, tlTop)
 	writeBandOps(s, b, x, tlTop)
 	writeTimelineLegend(s, kinds, bottom+58)
@@ -140,9 +140,14 @@ func (b timelineBand) height() float64 {
 func rowY(top float64, i int) float64 { return top + float64(i)*(tlRowHeight+tlRowGap) }
 
 // writeTimeAxis draws the vertical grid at ticks of milliseconds over
-// each [top, bottom] of grid, and below bottom the axis line, the ticks'
-// labels and the axis title.
-func writeTimeAxis(s *svgWriter, span int64, x func(int64) float64, grid [][2]float64, bottom float64) {
+// each [top, bottom] of grid (dashed as dash, an SVG stroke-dasharray,
+// unless it is empty), and below bottom the axis line, the ticks' labels
+// and the axis title.
+func writeTimeAxis(s *svgWriter, span int64, x func(int64) float64, grid [][2]float64, dash string, bottom float64) {
+	style := ""
+	if dash != "" {
+		style = ` stroke-dasharray="` + dash + `"`
+	}
 	ms := float64(span) / 1e6
 	tick := svgNiceStep(ms, 10)
 	decimals := 0
@@ -153,7 +158,7 @@ func writeTimeAxis(s *svgWriter, span int64, x func(int64) float64, grid [][2]fl
 	for k := 0; float64(k)*tick <= ms*(1+1e-9); k++ {
 		tx := x(int64(math.Round(float64(k) * tick * 1e6)))
 		for _, g := range grid {
-			s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4"/>`+"\n", svgNum(tx), svgNum(g[0]), svgNum(tx), svgNum(g[1]))
+			s.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#E4E4E4"%s/>`+"\n", svgNum(tx), svgNum(g[0]), svgNum(tx), svgNum(g[1]), style)
 		}
 		s.text(tx, bottom+18, ` text-anchor="middle"`, strconv.FormatFloat(float64(k)*tick, 'f', decimals, 64))
 	}

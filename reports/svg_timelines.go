@@ -88,7 +88,7 @@ func WriteTimelinesSVG(w io.Writer, runs []TimelineRun) error {
 		top := tops[i] + tlBandTitle
 		grid[i] = [2]float64{top - 4, top + b.height() + 4}
 	}
-	writeTimeAxis(s, span, x, grid, bottom)
+	writeTimeAxis(s, span, x, grid, "", bottom)
 	for i, b := range bands {
 		c := b.rec.Config
 		s.printf(`<g class="run" data-run="%d" data-schedule="%s" data-step="%d" data-step-nanos="%d">`+"\n",
