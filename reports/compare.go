@@ -106,17 +106,7 @@ func CompareTable(a, b []profiler.Record, opts CompareOptions) *Table {
 // the absolute peaks and step times; the configuration and the ratios
 // stay.
 func compareColumns() []Column {
-	return []Column{
-		{Key: "model_label", Header: "model", Show: People},
-		{Key: "model", Header: "model", Show: Machines},
-		{Key: "image", Header: "image", Show: Machines},
-		{Key: "classes", Header: "classes", Show: Machines},
-		{Key: "width", Header: "width", Show: Machines},
-		{Key: "schedule", Header: "schedule", ShortNote: scheduleShortNote},
-		{Key: "checkpoint", Header: "checkpoint", Show: Machines},
-		{Key: "prefetch", Header: "prefetch", Show: Machines},
-		{Key: "devices", Header: "K", Align: AlignRight},
-		{Key: "microbatches", Header: "M", Align: AlignRight},
+	return append(configColumns(), []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 7},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
 		{Key: "backend", Header: "backend", Fold: 9},
@@ -127,7 +117,7 @@ func compareColumns() []Column {
 		{Key: "peak_bytes_b", Header: "peak B", Align: AlignRight, Fold: 5},
 		{Key: "peak_ratio", Header: "peak B/A", Align: AlignRight},
 		{Key: "only_in", Header: "only"},
-	}
+	}...)
 }
 
 // compareRow returns the row of a configuration: ra and rb are its runs
@@ -138,29 +128,18 @@ func compareRow(ra, rb *profiler.Record, only string) []Cell {
 		r = rb
 	}
 	c := r.Config
-	sched := String(c.Schedule)
-	sched.Text, sched.Short = ScheduleLabel(c), scheduleShortLabel(c)
-	checkpoint, prefetch := Empty(""), Empty("")
-	if c.Checkpoint != "" {
-		checkpoint = String(c.Checkpoint)
-	}
-	if c.Prefetch != 0 {
-		prefetch = Int(int64(c.Prefetch))
-	}
 	onlyCell := Empty("")
 	if only != "" {
 		onlyCell = String(only)
 	}
 	stepA, stepB, stepRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.StepNanosMedian }, FormatNanos)
 	peakA, peakB, peakRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.PeakBytesMax }, FormatBytes)
-	return []Cell{
-		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
-		sched, checkpoint, prefetch,
-		Int(int64(c.Devices)), Int(int64(c.Micro)), Int(int64(c.Batch)), Int(int64(c.Threads)),
+	return append(configCells(c, ""),
+		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		String(r.Env.Backend),
 		stepA, stepB, stepRatio, peakA, peakB, peakRatio,
 		onlyCell,
-	}
+	)
 }
 
 // compareSide returns the cells of one quantity of ra and rb, shown with

@@ -94,16 +94,9 @@ func runsColumns(predicted bool) []Column {
 	columns := []Column{
 		{Key: "id", Header: "id", Show: Machines},
 		{Key: "kind", Header: "kind", Show: Machines},
-		{Key: "model_label", Header: "model", Show: People},
-		{Key: "model", Header: "model", Show: Machines},
-		{Key: "image", Header: "image", Show: Machines},
-		{Key: "classes", Header: "classes", Show: Machines},
-		{Key: "width", Header: "width", Show: Machines},
-		{Key: "schedule", Header: "schedule", ShortNote: scheduleShortNote},
-		{Key: "checkpoint", Header: "checkpoint", Show: Machines},
-		{Key: "prefetch", Header: "prefetch", Show: Machines},
-		{Key: "devices", Header: "K", Align: AlignRight},
-		{Key: "microbatches", Header: "M", Align: AlignRight},
+	}
+	columns = append(columns, configColumns()...)
+	columns = append(columns, []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 6},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
 		{Key: "step_nanos_median", Header: "step", Align: AlignRight},
@@ -117,7 +110,7 @@ func runsColumns(predicted bool) []Column {
 		{Key: "peak_vs_gpipe", Header: "mem vs gpipe", Align: AlignRight, Fold: 4},
 		{Key: "moved_bytes_per_step", Header: "moved/step", Align: AlignRight, Fold: 9},
 		{Key: "oversubscribed", Header: "oversubscribed", Show: Machines},
-	}
+	}...)
 	if predicted {
 		at := slices.IndexFunc(columns, func(c Column) bool { return c.Key == "step_range" })
 		columns = slices.Insert(columns, at, Column{Key: "predicted_rel_err", Header: "± step", Align: AlignRight, Fold: 3})
@@ -131,28 +124,17 @@ func runsRow(recs []profiler.Record, i int, predicted bool) (row []Cell, note st
 	r := &recs[i]
 	c := r.Config
 	speed, mem := runsVsBaseline(recs, i)
-	sched := String(c.Schedule)
-	sched.Text, sched.Short = ScheduleLabel(c), scheduleShortLabel(c)
+	mark := ""
 	if r.Oversubscribed {
-		sched.Text += " *"
-		sched.Short += " *"
+		mark = " *"
 		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
 	}
-	checkpoint, prefetch := Empty(""), Empty("")
-	if c.Schedule == baselineSchedule {
-		checkpoint = String(c.Checkpoint)
-	}
-	if c.Schedule == "coop" {
-		prefetch = Int(int64(c.Prefetch))
-	}
 	s := r.Summary
-	row = []Cell{
-		String(r.ID), String(r.Kind),
-		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
-		sched, checkpoint, prefetch,
-		Int(int64(c.Devices)), Int(int64(c.Micro)), Int(int64(c.Batch)), Int(int64(c.Threads)),
+	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark)...)
+	row = append(row,
+		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
-	}
+	)
 	if predicted {
 		band := Empty("—")
 		if r.Kind == profiler.KindPredicted {

@@ -92,3 +92,41 @@ func runsRatioCell(v float64) Cell {
 func runsPercentCell(f float64) Cell {
 	return Cell{Value: f, Text: strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
 }
+
+// configColumns are the columns of a run's configuration that the runs
+// table and the comparison share, from the model to M; configCells fills
+// them.
+func configColumns() []Column {
+	return []Column{
+		{Key: "model_label", Header: "model", Show: People},
+		{Key: "model", Header: "model", Show: Machines},
+		{Key: "image", Header: "image", Show: Machines},
+		{Key: "classes", Header: "classes", Show: Machines},
+		{Key: "width", Header: "width", Show: Machines},
+		{Key: "schedule", Header: "schedule", ShortNote: scheduleShortNote},
+		{Key: "checkpoint", Header: "checkpoint", Show: Machines},
+		{Key: "prefetch", Header: "prefetch", Show: Machines},
+		{Key: "devices", Header: "K", Align: AlignRight},
+		{Key: "microbatches", Header: "M", Align: AlignRight},
+	}
+}
+
+// configCells returns c's cells of configColumns, the schedule's cell
+// marked with mark (" *" for an oversubscribed run) unless it is empty.
+// Checkpointing shows for gpipe only, the look-ahead for coop only.
+func configCells(c profiler.RunConfig, mark string) []Cell {
+	sched := String(c.Schedule)
+	sched.Text, sched.Short = ScheduleLabel(c)+mark, scheduleShortLabel(c)+mark
+	checkpoint, prefetch := Empty(""), Empty("")
+	if c.Schedule == baselineSchedule {
+		checkpoint = String(c.Checkpoint)
+	}
+	if c.Schedule == "coop" {
+		prefetch = Int(int64(c.Prefetch))
+	}
+	return []Cell{
+		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
+		sched, checkpoint, prefetch,
+		Int(int64(c.Devices)), Int(int64(c.Micro)),
+	}
+}
