@@ -49,7 +49,7 @@ func packB32T(kc int, src *float32, idx *int32, dst *float32, mask int, half int
 func packA12N8(kc8 int, src *float32, lda int, dst *float32, alpha float32)
 
 //go:noescape
-func packB32T8(kc8 int, src *float32, ldb int, dst *float32)
+func packBT8(kc8 int, src *float32, ldb int, dst *float32, groups int)
 
 //go:noescape
 func packA6N(kc8 int, src *float32, lda int, dst *float32, alpha float32)
@@ -57,8 +57,6 @@ func packA6N(kc8 int, src *float32, lda int, dst *float32, alpha float32)
 //go:noescape
 func packA6T(kc int, src *float32, lda int, dst *float32, alpha float32)
 
-//go:noescape
-func packB16T(kc8 int, src *float32, ldb int, dst *float32)
 
 // gatherMaxLD bounds the leading dimensions the gathering packers take:
 // their offsets are 32-bit.
@@ -137,7 +135,7 @@ func packA512(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr i
 
 // packB512 is packB for 32-column slivers with AVX-512 loads and gathers,
 // but for full slivers of transposed B, which move 8 steps at a time
-// through register transposes (packB32T8).
+// through register transposes (packBT8).
 func packB512(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
 	if ldb >= gatherMaxLD/16 {
 		packB(dst, transB, b, ldb, pc, jc, kc, nc, nr)
@@ -163,7 +161,7 @@ func packB512(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr i
 			if cols == 32 { // full slivers by transposes, 8 steps at a time
 				kc8 = kc &^ 7
 				if kc8 > 0 {
-					packB32T8(kc8, &b[base], ldb, &out[0])
+					packBT8(kc8, &b[base], ldb, &out[0], 4)
 				}
 			}
 			if kc8 < kc {
@@ -250,7 +248,7 @@ func packA256(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr i
 }
 
 // packB256 is packB for 16-column slivers: a run of columns per step is
-// a copy already, and full slivers of transposed B go through packB16T
+// a copy already, and full slivers of transposed B go through packBT8
 // for whole groups of 8 steps.
 func packB256(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
 	full := nc / 16 * 16
@@ -263,7 +261,7 @@ func packB256(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr i
 		out := dst[t*kc : (t+16)*kc]
 		base := (jc+t)*ldb + pc
 		_ = b[base+15*ldb+kc8-1]
-		packB16T(kc8, &b[base], ldb, &out[0])
+		packBT8(kc8, &b[base], ldb, &out[0], 2)
 		if kc8 < kc {
 			packB(out[kc8*16:], true, b, ldb, pc+kc8, jc+t, kc-kc8, 16, 16)
 		}

@@ -5,9 +5,9 @@
 // Packing routines in AVX2 instructions. For the avx2 micro-kernel (6×16
 // blocks), the two layouts whose portable loops scatter: rows of A along
 // the inner dimension (packA6N) and columns of B stored as rows
-// (packB16T); for the avx512 one (12×32), the same two layouts, which its
-// gathers pack slowly on AMD's cores (packA12N8, packB32T8, at the end).
-// All four move 8 steps at a time through registers with an 8×8
+// (packBT8); for the avx512 one (12×32), the same two layouts, which its
+// gathers pack slowly on AMD's cores (packA12N8, at the end, and packBT8).
+// All three move 8 steps at a time through registers with an 8×8
 // transpose (unpack, shuffle, lane permute: 24 shuffles for 64 values),
 // and touch exactly the elements they pack: full slivers and whole
 // groups of 8 steps only; the callers pack ragged slivers and the last
@@ -115,26 +115,30 @@ a6tloop:
 a6tdone:
 	RET
 
-// func packB16T(kc8 int, src *float32, ldb int, dst *float32)
-// dst[p·16 + j] = src[j·ldb + p] for j < 16 and p < kc8 (a multiple of
-// 8): rows of B (columns of op(B)) into a 16-column sliver.
-TEXT ·packB16T(SB), NOSPLIT, $0-32
+// func packBT8(kc8 int, src *float32, ldb int, dst *float32, groups int)
+// dst[p·8·groups + j] = src[j·ldb + p] for j < 8·groups and p < kc8 (a
+// multiple of 8): rows of B (columns of op(B)) into a sliver of
+// 8·groups columns, one 8×8 transpose per group of 8 columns and 8
+// steps. packB256 calls it with 2 groups (16 columns), packB512 with 4.
+TEXT ·packBT8(SB), NOSPLIT, $0-40
 	MOVQ kc8+0(FP), CX
 	MOVQ src+8(FP), SI
 	MOVQ ldb+16(FP), DX
 	SHLQ $2, DX
 	MOVQ dst+24(FP), DI
+	MOVQ groups+32(FP), R13
+	SHLQ $5, R13        // a step's bytes in the sliver: 32 per group
 	SHRQ $3, CX
-	JEQ b16tdone
-	LEAQ (DX)(DX*2), R8 // 3·ldb bytes
+	JEQ bt8done
+	LEAQ (DX)(DX*2), R8  // 3·ldb bytes
+	LEAQ (R13)(R13*2), R14 // 3 steps' bytes
 
-b16tloop:
-	// Columns 0–7 of the sliver, then columns 8–15.
+bt8loop:
 	MOVQ SI, R9
 	MOVQ DI, R10
-	MOVQ $2, R11
+	MOVQ groups+32(FP), R11
 
-b16thalf:
+bt8group:
 	VMOVUPS (R9), Y0
 	VMOVUPS (R9)(DX*1), Y1
 	VMOVUPS (R9)(DX*2), Y2
@@ -145,25 +149,26 @@ b16thalf:
 	VMOVUPS (R12)(DX*2), Y6
 	VMOVUPS (R12)(R8*1), Y7
 	TRANSPOSE8
-	VMOVUPS Y8, 0(R10)
-	VMOVUPS Y9, 64(R10)
-	VMOVUPS Y10, 128(R10)
-	VMOVUPS Y11, 192(R10)
-	VMOVUPS Y12, 256(R10)
-	VMOVUPS Y13, 320(R10)
-	VMOVUPS Y14, 384(R10)
-	VMOVUPS Y15, 448(R10)
+	LEAQ (R10)(R13*4), BX
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y9, (R10)(R13*1)
+	VMOVUPS Y10, (R10)(R13*2)
+	VMOVUPS Y11, (R10)(R14*1)
+	VMOVUPS Y12, (BX)
+	VMOVUPS Y13, (BX)(R13*1)
+	VMOVUPS Y14, (BX)(R13*2)
+	VMOVUPS Y15, (BX)(R14*1)
 	LEAQ (R12)(DX*4), R9
 	ADDQ $32, R10
 	DECQ R11
-	JNE b16thalf
+	JNE bt8group
 
 	ADDQ $32, SI
-	ADDQ $512, DI
+	LEAQ (DI)(R13*8), DI
 	DECQ CX
-	JNE b16tloop
+	JNE bt8loop
 
-b16tdone:
+bt8done:
 	VZEROUPPER
 	RET
 
@@ -231,54 +236,3 @@ a12n8done:
 	VZEROUPPER
 	RET
 
-// func packB32T8(kc8 int, src *float32, ldb int, dst *float32)
-// dst[p·32 + j] = src[j·ldb + p] for j < 32 and p < kc8 (a multiple of
-// 8): packB32T for full slivers without gathers, as four 8×8
-// transposes.
-TEXT ·packB32T8(SB), NOSPLIT, $0-32
-	MOVQ kc8+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ ldb+16(FP), DX
-	SHLQ $2, DX
-	MOVQ dst+24(FP), DI
-	SHRQ $3, CX
-	JEQ b32t8done
-	LEAQ (DX)(DX*2), R8 // 3·ldb bytes
-
-b32t8loop:
-	MOVQ SI, R9
-	MOVQ DI, R10
-	MOVQ $4, R11
-
-b32t8group:
-	VMOVUPS (R9), Y0
-	VMOVUPS (R9)(DX*1), Y1
-	VMOVUPS (R9)(DX*2), Y2
-	VMOVUPS (R9)(R8*1), Y3
-	LEAQ (R9)(DX*4), R12
-	VMOVUPS (R12), Y4
-	VMOVUPS (R12)(DX*1), Y5
-	VMOVUPS (R12)(DX*2), Y6
-	VMOVUPS (R12)(R8*1), Y7
-	TRANSPOSE8
-	VMOVUPS Y8, 0(R10)
-	VMOVUPS Y9, 128(R10)
-	VMOVUPS Y10, 256(R10)
-	VMOVUPS Y11, 384(R10)
-	VMOVUPS Y12, 512(R10)
-	VMOVUPS Y13, 640(R10)
-	VMOVUPS Y14, 768(R10)
-	VMOVUPS Y15, 896(R10)
-	LEAQ (R12)(DX*4), R9
-	ADDQ $32, R10
-	DECQ R11
-	JNE b32t8group
-
-	ADDQ $32, SI
-	ADDQ $1024, DI
-	DECQ CX
-	JNE b32t8loop
-
-b32t8done:
-	VZEROUPPER
-	RET
