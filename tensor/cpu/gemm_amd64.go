@@ -57,7 +57,6 @@ func packA6N(kc8 int, src *float32, lda int, dst *float32, alpha float32)
 //go:noescape
 func packA6T(kc int, src *float32, lda int, dst *float32, alpha float32)
 
-
 // gatherMaxLD bounds the leading dimensions the gathering packers take:
 // their offsets are 32-bit.
 const gatherMaxLD = 1 << 26
