@@ -101,6 +101,8 @@ func (l *BatchNorm2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Contex
 }
 
 // Backward returns dx and accumulates the gradients of weight and bias.
+// It does not split (BackwardInput defers nothing): the training kernel
+// and the evaluation backward compute those gradients together with dx.
 func (l *BatchNorm2D) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
 	c := ctx.(*batchNormContext)
 	defer c.Release()

@@ -97,6 +97,17 @@ func (l *Concat) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
 // Backward splits dy by branch, runs each branch's backward and sums
 // their input gradients.
 func (l *Concat) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
+	return l.backward(p, ctx, dy, combinedBackward(p))
+}
+
+// backwardInput is Backward with the branches' BackwardInput, in the
+// same order.
+func (l *Concat) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
+	return splitBackward(p, func(child childBackward) *tensor.Tensor { return l.backward(p, ctx, dy, child) })
+}
+
+// backward is Backward's body with each branch's backward run by child.
+func (l *Concat) backward(p *Pass, ctx Context, dy *tensor.Tensor, child childBackward) *tensor.Tensor {
 	c := ctx.(*concatContext)
 	n, h, w := dy.Dim(0), dy.Dim(2), dy.Dim(3)
 	dys := make([]*tensor.Tensor, len(c.channels))
@@ -106,8 +117,8 @@ func (l *Concat) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tenso
 	p.Dev.SplitChannels(dy, dys)
 	var dx *tensor.Tensor
 	for i, b := range l.Branches {
-		dxi := b.Layer.Backward(p, c.ctxs[i], dys[i])
-		c.ctxs[i] = nil // released by that Backward
+		dxi := child(b.Layer, c.ctxs[i], dys[i])
+		c.ctxs[i] = nil // released by that backward
 		dys[i].Release()
 		if dx == nil {
 			dx = dxi

@@ -82,14 +82,28 @@ func (l *Conv2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
 	return y, &conv2DContext{x: x.Retain()}
 }
 
-// Backward returns dx and accumulates the weight and bias gradients.
+// Backward returns dx and accumulates the weight and bias gradients: its
+// two halves, BackwardInput's, run at once.
 func (l *Conv2D) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
+	dx, w := l.backwardInput(p, ctx, dy)
+	w.Run(p)
+	return dx
+}
+
+// backwardInput returns dx and defers the weight and bias gradients,
+// which need x and dy.
+func (l *Conv2D) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
 	c := ctx.(*conv2DContext)
-	defer c.Release()
 	dx := p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
 	p.Dev.Conv2DBackwardData(dy, l.Weight.Value, dx, l.Cfg.Params())
-	p.Dev.Conv2DBackwardFilter(c.x, dy, l.Weight.GradFor(p.Dev), paramGrad(p.Dev, l.Bias), l.Cfg.Params())
-	return dx
+	x := c.x
+	c.x = nil // moved into the work: the context holds nothing more
+	return dx, deferParams(l, x, dy)
+}
+
+// paramsBackward accumulates the weight and bias gradients of x and dy.
+func (l *Conv2D) paramsBackward(p *Pass, x, dy *tensor.Tensor) {
+	p.Dev.Conv2DBackwardFilter(x, dy, l.Weight.GradFor(p.Dev), paramGrad(p.Dev, l.Bias), l.Cfg.Params())
 }
 
 // Params returns weight and, with a bias, bias.

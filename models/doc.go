@@ -28,4 +28,8 @@
 // and Backward releases them. Backward borrows dy and returns dx, owned by
 // the caller. Activations therefore live exactly as long as something needs
 // them, and a device's memory accounting shows a schedule's real footprint.
+// BackwardInput splits a backward in two for zero-bubble schedules: it
+// returns dx at once and a WeightGrad, holding its own references to the
+// inputs and output gradients it needs, that accumulates the parameter
+// gradients when it runs.
 package models

@@ -55,14 +55,27 @@ func (l *Linear) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
 }
 
 // Backward returns dx = dy·w and accumulates the weight and bias
-// gradients.
+// gradients: its two halves, BackwardInput's, run at once.
 func (l *Linear) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
+	dx, w := l.backwardInput(p, ctx, dy)
+	w.Run(p)
+	return dx
+}
+
+// backwardInput returns dx = dy·w and defers the weight and bias
+// gradients, which need x and dy.
+func (l *Linear) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
 	c := ctx.(*linearContext)
-	defer c.Release()
 	dx := p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
 	p.Dev.LinearBackwardData(dy, l.Weight.Value, dx)
-	p.Dev.LinearBackwardParams(c.x, dy, l.Weight.GradFor(p.Dev), paramGrad(p.Dev, l.Bias))
-	return dx
+	x := c.x
+	c.x = nil // moved into the work: the context holds nothing more
+	return dx, deferParams(l, x, dy)
+}
+
+// paramsBackward accumulates the weight and bias gradients of x and dy.
+func (l *Linear) paramsBackward(p *Pass, x, dy *tensor.Tensor) {
+	p.Dev.LinearBackwardParams(x, dy, l.Weight.GradFor(p.Dev), paramGrad(p.Dev, l.Bias))
 }
 
 // Params returns weight and, with a bias, bias.

@@ -94,18 +94,29 @@ func (l *Residual) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) 
 // Backward sends the gradient of the sum through both paths and adds
 // their input gradients.
 func (l *Residual) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
+	return l.backward(p, ctx, dy, combinedBackward(p))
+}
+
+// backwardInput is Backward with the children's BackwardInput, in the
+// same order.
+func (l *Residual) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
+	return splitBackward(p, func(child childBackward) *tensor.Tensor { return l.backward(p, ctx, dy, child) })
+}
+
+// backward is Backward's body with each child's backward run by child.
+func (l *Residual) backward(p *Pass, ctx Context, dy *tensor.Tensor, child childBackward) *tensor.Tensor {
 	c := ctx.(*residualContext)
 	dsum := dy
 	if l.Post != nil {
-		dsum = l.Post.Backward(p, c.post, dy)
+		dsum = child(l.Post, c.post, dy)
 		c.post = nil
 	}
-	dx := l.Main.Layer.Backward(p, c.main, dsum)
+	dx := child(l.Main.Layer, c.main, dsum)
 	c.main = nil
 	if l.Shortcut.Layer == nil {
 		dx = addOwned(p.Dev, dx, dsum)
 	} else {
-		ds := l.Shortcut.Layer.Backward(p, c.shortcut, dsum)
+		ds := child(l.Shortcut.Layer, c.shortcut, dsum)
 		c.shortcut = nil
 		dx = addOwned(p.Dev, dx, ds)
 		ds.Release()

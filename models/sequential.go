@@ -92,14 +92,25 @@ func (s *Sequential) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context
 // Backward runs the children's backwards in reverse order, releasing each
 // intermediate gradient once the previous child has consumed it.
 func (s *Sequential) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tensor {
+	return s.backward(ctx, dy, combinedBackward(p))
+}
+
+// backwardInput is Backward with the children's BackwardInput, in the
+// same order.
+func (s *Sequential) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
+	return splitBackward(p, func(child childBackward) *tensor.Tensor { return s.backward(ctx, dy, child) })
+}
+
+// backward is Backward's body with each child's backward run by child.
+func (s *Sequential) backward(ctx Context, dy *tensor.Tensor, child childBackward) *tensor.Tensor {
 	if len(s.Layers) == 0 {
 		return identityBackward(ctx, dy)
 	}
 	c := ctx.(*sequentialContext)
 	d := dy
 	for i := len(s.Layers) - 1; i >= 0; i-- {
-		dx := s.Layers[i].Layer.Backward(p, c.ctxs[i], d)
-		c.ctxs[i] = nil          // released by that Backward
+		dx := child(s.Layers[i].Layer, c.ctxs[i], d)
+		c.ctxs[i] = nil          // released by that backward
 		if i < len(s.Layers)-1 { // dy is borrowed; later gradients are ours
 			d.Release()
 		}
