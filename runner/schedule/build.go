@@ -10,25 +10,45 @@ import (
 // Every program follows the same semantics, which the runner executes and
 // Simulate models:
 //
-//   - Device k owns stage k (0-based); single has one stage on device 0.
+//   - Device k owns the stages s with Owners[s] == k and computes only on
+//     them (coop's Predict aside). In interleaved with v chunks there are
+//     K·v stages and stage s lives on device s mod K, so device k owns k,
+//     k+K, k+2K, …; in every other schedule Owners is the identity
+//     (single: one stage on device 0).
 //   - Send is non-blocking: it posts the tensor and returns. Recv blocks
 //     until the matching Send has been executed. A Send and a Recv match on
 //     (sending device, receiving device, What, Stage, Micro), where Stage
-//     is always the sending stage k: for an activation the receiver k+1
-//     runs Forward(k+1, j) on it; for a gradient (of stage k's input) the
-//     receiver k−1 uses it as the gradient of its output.
+//     is always the sending stage s: an activation of s goes from Owners[s]
+//     to Owners[s+1], which runs Forward(s+1, j) on it; a gradient of s's
+//     input goes from Owners[s] to Owners[s−1], which uses it as the
+//     gradient of its output. Peer is never the device itself: when both
+//     stages are on one device (interleaved with K = 1) there is no
+//     transfer, the tensor is handed over in place, and the Forward of
+//     (s, j) takes the output of the device's earlier Forward of (s−1, j)
+//     (a backward of (s, j) the input gradient of its earlier backward of
+//     (s+1, j)).
 //   - AllGather and AllToAll are collectives: every device has the same
 //     collectives in the same order, and none proceeds past one until all
 //     have reached it.
-//   - Loss(j) runs on the last stage right after that stage's Forward of j
-//     and produces the output gradient that its Backward of j consumes.
+//   - Loss(j) runs on the owner of the last stage S−1 right after that
+//     stage's Forward of j and produces the output gradient that its
+//     backward of j consumes.
 //   - A Forward with Keep = false keeps only its stage input; the device
-//     runs Recompute(k, j) before Backward(k, j). A stage's input for a
+//     runs Recompute(s, j) before Backward(s, j). A stage's input for a
 //     micro-batch is kept from its Forward (or Recv) until its Backward.
-//   - Update is each device's last op, once.
+//   - In the split schedules (Splits: zb-h1, zb-h2) each (stage, micro-
+//     batch) has a Forward, then a BackwardInput, which needs the output
+//     gradient and produces the input gradient (the gradient's Send follows
+//     it), then a BackwardWeight; there is no Backward and no Recompute. A
+//     pair's activations are live from its Forward to its BackwardWeight.
+//     The other schedules run one Backward per pair instead.
+//   - MaxLive[k] bounds the (stage, micro-batch) pairs live on device k.
+//   - Update is each device's last op, once; its Stage is the device's
+//     first stage, and it updates every stage the device owns.
 //
 // Options not used by a schedule (Checkpoint outside gpipe, Prefetch
-// outside coop) are ignored. Build applies no defaults: callers set them.
+// outside coop, Virtual outside interleaved) are ignored. Build applies no
+// defaults: callers set them.
 func Build(o Options) (*Program, error) {
 	if o.Devices < 1 {
 		return nil, fmt.Errorf("build schedule %q: %d devices, want at least 1", o.Name, o.Devices)
@@ -54,19 +74,33 @@ func Build(o Options) (*Program, error) {
 			return nil, fmt.Errorf("build schedule %q: prefetch %d, want at least 1", o.Name, o.Prefetch)
 		}
 		return coop(o), nil
+	case Interleaved:
+		if o.Virtual < 1 {
+			return nil, fmt.Errorf("build schedule %q: virtual stages %d, want at least 1", o.Name, o.Virtual)
+		}
+		return interleaved(o), nil
+	case ZBH1:
+		return zbH1(o), nil
+	case ZBH2:
+		return zbH2(o), nil
 	}
 	return nil, fmt.Errorf("build schedule: unknown schedule %q (want %s)", o.Name, strings.Join(Names(), ", "))
 }
 
 // newProgram returns an empty program of o with stages stages and one
-// device per stage.
+// device per stage, device k owning stage k.
 func newProgram(o Options, stages int) *Program {
-	return &Program{
+	p := &Program{
 		Options: o,
 		Stages:  stages,
+		Owners:  make([]int, stages),
 		Devices: make([][]Op, stages),
 		MaxLive: make([]int, stages),
 	}
+	for s := range p.Owners {
+		p.Owners[s] = s
+	}
+	return p
 }
 
 // The op constructors fill the fields an op kind does not use with None,
@@ -109,6 +143,14 @@ func allToAllOp() Op {
 	return Op{Kind: AllToAll, Stage: None, Micro: None, Shard: None, Peer: None}
 }
 
+func backwardInputOp(stage, micro int) Op {
+	return Op{Kind: BackwardInput, Stage: stage, Micro: micro, Shard: None, Peer: None}
+}
+
+func backwardWeightOp(stage, micro int) Op {
+	return Op{Kind: BackwardWeight, Stage: stage, Micro: micro, Shard: None, Peer: None}
+}
+
 func updateOp(stage int) Op {
 	return Op{Kind: Update, Stage: stage, Micro: None, Shard: None, Peer: None}
 }
@@ -146,6 +188,63 @@ func pipeBackward(ops []Op, k, K, j int, recompute bool) []Op {
 		ops = append(ops, sendOp(Gradient, k, j, k-1))
 	}
 	return ops
+}
+
+// stageForward appends the forward of stage s on micro-batch j, keeping
+// activations, to the ops of the device that owns s (owners maps stages to
+// devices): receive the input from the owner of s−1 unless this device
+// handed it over in place, run the forward, compute the loss on the last
+// stage, send the output to the owner of s+1 unless that is this device.
+func stageForward(ops []Op, owners []int, s, j int) []Op {
+	k := owners[s]
+	if s > 0 && owners[s-1] != k {
+		ops = append(ops, recvOp(Activation, s-1, j, owners[s-1]))
+	}
+	ops = append(ops, forwardOp(s, j, true))
+	switch {
+	case s == len(owners)-1:
+		ops = append(ops, lossOp(s, j))
+	case owners[s+1] != k:
+		ops = append(ops, sendOp(Activation, s, j, owners[s+1]))
+	}
+	return ops
+}
+
+// stageBackward appends the backward of stage s on micro-batch j, of kind
+// Backward or BackwardInput (the op that produces the input gradient):
+// receive the output gradient from the owner of s+1 unless the loss or an
+// in-place hand-over provides it, run the backward, send the input
+// gradient to the owner of s−1 unless that is this device.
+func stageBackward(ops []Op, owners []int, s, j int, kind OpKind) []Op {
+	k := owners[s]
+	if s < len(owners)-1 && owners[s+1] != k {
+		ops = append(ops, recvOp(Gradient, s+1, j, owners[s+1]))
+	}
+	ops = append(ops, Op{Kind: kind, Stage: s, Micro: j, Shard: None, Peer: None})
+	if s > 0 && owners[s-1] != k {
+		ops = append(ops, sendOp(Gradient, s, j, owners[s-1]))
+	}
+	return ops
+}
+
+// peakLive returns the most (stage, micro-batch) pairs whose activations
+// ops keep at once: a keeping Forward or a Recompute makes a pair live, its
+// Backward or BackwardWeight frees it.
+func peakLive(ops []Op) int {
+	type pair struct{ stage, micro int }
+	live := make(map[pair]bool)
+	peak := 0
+	for _, o := range ops {
+		at := pair{o.Stage, o.Micro}
+		switch {
+		case o.Kind == Forward && o.Keep, o.Kind == Recompute:
+			live[at] = true
+		case o.Kind == Backward, o.Kind == BackwardWeight:
+			delete(live, at)
+		}
+		peak = max(peak, len(live))
+	}
+	return peak
 }
 
 // firstStages returns the stages 0..n−1.

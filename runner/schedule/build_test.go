@@ -21,6 +21,10 @@ func TestBuildErrors(t *testing.T) {
 		{"coop without prefetch", Options{Name: Coop, Devices: 2, Micro: 2}, "prefetch 0, want at least 1"},
 		{"coop negative prefetch", Options{Name: Coop, Devices: 2, Micro: 2, Prefetch: -3}, "prefetch -3"},
 		{"gpipe bad checkpoint", Options{Name: GPipe, Devices: 2, Micro: 2, Checkpoint: 7}, "unknown checkpoint mode 7"},
+		{"interleaved without virtual stages", Options{Name: Interleaved, Devices: 2, Micro: 2}, "virtual stages 0, want at least 1"},
+		{"interleaved negative virtual stages", Options{Name: Interleaved, Devices: 2, Micro: 2, Virtual: -2}, "virtual stages -2"},
+		{"zb-h1 no micro-batches", Options{Name: ZBH1, Devices: 2, Micro: 0}, "0 micro-batches, want at least 1"},
+		{"zb-h2 no devices", Options{Name: ZBH2, Devices: 0, Micro: 2}, "0 devices, want at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,7 +40,8 @@ func TestBuildErrors(t *testing.T) {
 }
 
 // allOptions returns every schedule option the checks sweep: K and M in
-// 1..8, every checkpoint mode, prefetch 1, 2, M and M+1.
+// 1..8, every checkpoint mode, prefetch 1, 2, M and M+1, virtual stages
+// 1..4, and both zero-bubble schedules. Build accepts all of them.
 func allOptions() []Options {
 	var all []Options
 	for M := 1; M <= 8; M++ {
@@ -49,6 +54,10 @@ func allOptions() []Options {
 			for _, d := range []int{1, 2, M, M + 1} {
 				all = append(all, Options{Name: Coop, Devices: K, Micro: M, Prefetch: d})
 			}
+			for v := 1; v <= 4; v++ {
+				all = append(all, Options{Name: Interleaved, Devices: K, Micro: M, Virtual: v})
+			}
+			all = append(all, Options{Name: ZBH1, Devices: K, Micro: M}, Options{Name: ZBH2, Devices: K, Micro: M})
 		}
 	}
 	return all
@@ -76,12 +85,13 @@ func TestMaxLiveIsTight(t *testing.T) {
 			t.Fatalf("Build(%+v): %v", o, err)
 		}
 		for k, ops := range p.Devices {
+			// Count live pairs by their own rule, apart from peakLive.
 			live, peak := 0, 0
 			for _, op := range ops {
 				switch {
 				case op.Kind == Forward && op.Keep, op.Kind == Recompute:
 					live++
-				case op.Kind == Backward:
+				case op.Kind == Backward, op.Kind == BackwardWeight:
 					live = max(live-1, 0)
 				}
 				peak = max(peak, live)

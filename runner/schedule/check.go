@@ -10,19 +10,27 @@ import (
 // Check verifies that p is a program the runner can execute and that it
 // keeps its promises:
 //
-//   - it has one op list and one MaxLive per stage, and every op's fields
-//     are in range: device k computes only on stage k (Predict aside),
-//     sends carry stage k to a neighbour, micro-batches are in 0..M−1;
+//   - it has one op list and one MaxLive per device, one owner per stage
+//     (the identity, or stage s on device s mod K in interleaved, whose
+//     K·v stages match its Virtual), and every op's fields are in range:
+//     device k computes only on the stages it owns (Predict aside), the
+//     loss is on the last stage, sends go between the owners of
+//     neighbouring stages and never to the device itself, micro-batches
+//     are in 0..M−1, and Update is on the device's first stage;
 //   - every Send has exactly one matching Recv and vice versa;
 //   - the program finishes under Simulate with unit costs (no deadlock);
-//   - on device k the micro-batches whose activations are kept (a Forward
-//     with Keep or a Recompute adds one, its Backward removes it) never
-//     exceed MaxLive[k] and are none at the end;
-//   - every (stage k, micro-batch j) has one Forward, then for a
-//     checkpointed Forward one Recompute, then one Backward; a Forward has
-//     its input (a Recv of it, or the all-to-all), a Backward its output
-//     gradient (a Recv of it, or the Loss on the last stage), and a Send
-//     follows the op that produced what it sends;
+//   - on device k the (stage, micro-batch) pairs whose activations are
+//     kept (a Forward with Keep or a Recompute adds one, its Backward or
+//     BackwardWeight removes it) never exceed MaxLive[k] and are none at
+//     the end;
+//   - every (stage s, micro-batch j) of device k has one Forward, then for
+//     a checkpointed Forward one Recompute, then one Backward, or, in the
+//     split schedules (Splits) and only there, one BackwardInput and then
+//     one BackwardWeight; a Forward has its input (a Recv of it, the
+//     all-to-all, or the device's own earlier Forward of (s−1, j)), a
+//     Backward or BackwardInput its output gradient (a Recv of it, the
+//     Loss on the last stage, or the device's own earlier backward of
+//     (s+1, j)), and a Send follows the op that produced what it sends;
 //   - Update is every device's last op and appears once;
 //   - the collectives are the same, in the same order, on every device;
 //   - in coop with K ≥ 2, device p predicts stages 0..K−2 on shard p, in
@@ -34,7 +42,7 @@ func Check(p *Program) error {
 	if p == nil {
 		return errors.New("check: nil program")
 	}
-	c := &checker{p: p, K: len(p.Devices), M: p.Options.Micro}
+	c := &checker{p: p, K: len(p.Devices), M: p.Options.Micro, S: p.Stages, split: Splits(p.Options.Name)}
 	c.shape()
 	if len(c.errs) == 0 {
 		for k := range c.K {
@@ -57,28 +65,39 @@ func Check(p *Program) error {
 
 // checker collects the problems of one program.
 type checker struct {
-	p    *Program
-	K, M int
-	errs []error
+	p       *Program
+	K, M, S int  // devices, micro-batches, stages
+	split   bool // the schedule splits its backwards
+	owned   [][]int
+	errs    []error
 }
 
 func (c *checker) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf(format, args...))
 }
 
-// shape checks the program's dimensions and every op's fields; the other
-// checks index by them.
+// shape checks the program's dimensions, its owners and every op's
+// fields; the other checks index by them.
 func (c *checker) shape() {
-	if c.K == 0 || c.p.Stages != c.K || len(c.p.MaxLive) != c.K || c.p.Options.Devices != c.K {
+	p, interleaved := c.p, c.p.Options.Name == Interleaved
+	if c.K == 0 || len(p.MaxLive) != c.K || p.Options.Devices != c.K || (!interleaved && p.Stages != c.K) {
 		c.fail("%d devices, %d stages, %d MaxLive entries and %d devices in the options, want the same positive number",
-			c.K, c.p.Stages, len(c.p.MaxLive), c.p.Options.Devices)
+			c.K, p.Stages, len(p.MaxLive), p.Options.Devices)
+		return
+	}
+	if v := p.Options.Virtual; interleaved && (v < 1 || p.Stages != c.K*v) {
+		c.fail("%d stages with %d virtual stages on %d devices, want K·v = %d", p.Stages, v, c.K, c.K*max(v, 1))
 		return
 	}
 	if c.M < 1 {
 		c.fail("%d micro-batches, want at least 1", c.M)
 		return
 	}
-	for k, ops := range c.p.Devices {
+	c.owners()
+	if len(c.errs) > 0 {
+		return
+	}
+	for k, ops := range p.Devices {
 		for i, o := range ops {
 			if msg := c.opShape(k, o); msg != "" {
 				c.fail("device %d op %d (%v): %s", k, i, o, msg)
@@ -87,18 +106,53 @@ func (c *checker) shape() {
 	}
 }
 
+// owners checks that every stage has the owner its schedule gives it and
+// records the stages each device owns.
+func (c *checker) owners() {
+	if len(c.p.Owners) != c.S {
+		c.fail("%d owners for %d stages, want one per stage", len(c.p.Owners), c.S)
+		return
+	}
+	c.owned = make([][]int, c.K)
+	for s, d := range c.p.Owners {
+		want := s % c.K // the identity unless interleaved, where S = K·v
+		switch {
+		case d < 0 || d >= c.K:
+			c.fail("stage %d owned by device %d, out of 0..%d", s, d, c.K-1)
+		case d != want:
+			c.fail("stage %d owned by device %d, want device %d", s, d, want)
+		default:
+			c.owned[d] = append(c.owned[d], s)
+		}
+	}
+}
+
+// ownedBy describes the stages device k owns: "stage 2" or "stages [0 4]".
+func (c *checker) ownedBy(k int) string {
+	if st := c.owned[k]; len(st) == 1 {
+		return fmt.Sprintf("stage %d", st[0])
+	}
+	return fmt.Sprintf("stages %v", c.owned[k])
+}
+
 // opShape returns what is wrong with the fields of op o on device k, or "".
 func (c *checker) opShape(k int, o Op) string {
 	inMicro := o.Micro >= 0 && o.Micro < c.M
+	inStage := o.Stage >= 0 && o.Stage < c.S
 	switch o.Kind {
-	case Forward, Recompute, Backward, Loss:
+	case Forward, Recompute, Backward, BackwardInput, BackwardWeight, Loss:
+		split := o.Kind == BackwardInput || o.Kind == BackwardWeight
 		switch {
-		case o.Stage != k:
-			return fmt.Sprintf("stage %d on device %d, which owns stage %d", o.Stage, k, k)
+		case !inStage || c.p.Owners[o.Stage] != k:
+			return fmt.Sprintf("stage %d on device %d, which owns %s", o.Stage, k, c.ownedBy(k))
 		case !inMicro:
 			return fmt.Sprintf("micro-batch %d out of 0..%d", o.Micro, c.M-1)
-		case o.Kind == Loss && k != c.K-1:
+		case o.Kind == Loss && o.Stage != c.S-1:
 			return "loss on a stage other than the last"
+		case c.split && o.Kind == Backward:
+			return fmt.Sprintf("backward in %s, which splits it into a backward-input and a backward-weight", c.p.Options.Name)
+		case !c.split && split:
+			return fmt.Sprintf("%s in %s, which does not split its backwards", o.Kind, c.p.Options.Name)
 		}
 	case Predict:
 		if c.p.Options.Name != Coop {
@@ -108,28 +162,11 @@ func (c *checker) opShape(k int, o Op) string {
 			return fmt.Sprintf("predict of stage %d on shard %d, want stage 0..%d and shard 0..%d", o.Stage, o.Shard, c.K-2, c.K-1)
 		}
 	case Send, Recv:
-		from, to := k, o.Peer
-		if o.Kind == Recv {
-			from, to = o.Peer, k
-		}
-		want := from + 1
-		if o.What == Gradient {
-			want = from - 1
-		}
-		switch {
-		case o.Peer < 0 || o.Peer >= c.K:
-			return fmt.Sprintf("peer %d out of 0..%d", o.Peer, c.K-1)
-		case o.Stage != from:
-			return fmt.Sprintf("stage %d, want the sending stage %d", o.Stage, from)
-		case to != want:
-			return fmt.Sprintf("%s from device %d goes to device %d, want %d", o.What, from, to, want)
-		case !inMicro:
-			return fmt.Sprintf("micro-batch %d out of 0..%d", o.Micro, c.M-1)
-		}
+		return c.transferShape(k, o, inStage, inMicro)
 	case AllGather, AllToAll:
 	case Update:
-		if o.Stage != k {
-			return fmt.Sprintf("update of stage %d on device %d", o.Stage, k)
+		if first := c.owned[k][0]; o.Stage != first {
+			return fmt.Sprintf("update of stage %d on device %d, want its first stage %d", o.Stage, k, first)
 		}
 	default:
 		return "unknown op kind"
@@ -137,107 +174,33 @@ func (c *checker) opShape(k int, o Op) string {
 	return ""
 }
 
-// microState tracks one micro-batch on one device as its ops go by.
-type microState struct {
-	forward, recompute, backward, loss int  // how many of each so far
-	keep                               bool // the forward kept activations
-	input, outGrad                     bool // the input and output gradient are here
-	live                               bool // activations are kept
-}
-
-// device checks the order of device k's ops: data dependencies, kept
-// activations against MaxLive, and Update.
-func (c *checker) device(k int) {
-	ops := c.p.Devices[k]
-	st := make([]microState, c.M)
-	live, scattered := 0, false
-	for i, o := range ops {
-		at := func(format string, args ...any) {
-			c.fail("device %d op %d (%v): %s", k, i, o, fmt.Sprintf(format, args...))
-		}
-		if o.Kind == Update && i != len(ops)-1 {
-			at("update is not the last op")
-		}
-		var s *microState
-		if o.Micro >= 0 && o.Micro < c.M {
-			s = &st[o.Micro]
-		}
-		switch o.Kind {
-		case AllToAll:
-			scattered = true
-		case Recv:
-			if o.What == Activation {
-				s.input = true
-			} else {
-				s.outGrad = true
-			}
-		case Send:
-			if o.What == Activation && s.forward == 0 {
-				at("sends an activation before its forward")
-			}
-			if o.What == Gradient && s.backward == 0 {
-				at("sends a gradient before its backward")
-			}
-		case Forward:
-			if k > 0 && !s.input && !scattered {
-				at("forward before its input arrived (no recv of it, no all-to-all)")
-			}
-			if s.forward++; s.forward > 1 {
-				at("second forward of micro-batch %d", o.Micro)
-			}
-			s.keep = o.Keep
-		case Loss:
-			if s.forward == 0 || s.backward > 0 {
-				at("loss not between the forward and the backward of micro-batch %d", o.Micro)
-			}
-			s.loss++
-			s.outGrad = true
-		case Recompute:
-			if s.forward == 0 || s.keep || s.recompute > 0 || s.backward > 0 {
-				at("recompute not after a single checkpointed forward of micro-batch %d", o.Micro)
-			}
-			s.recompute++
-		case Backward:
-			switch {
-			case s.forward == 0:
-				at("backward before the forward of micro-batch %d", o.Micro)
-			case !s.keep && s.recompute == 0:
-				at("backward of checkpointed micro-batch %d without a recompute", o.Micro)
-			case !s.outGrad:
-				at("backward before its output gradient arrived")
-			}
-			if s.backward++; s.backward > 1 {
-				at("second backward of micro-batch %d", o.Micro)
-			}
-		}
-		// Kept activations, as the runner's memory will hold them.
-		switch {
-		case o.Kind == Forward && o.Keep, o.Kind == Recompute:
-			if !s.live {
-				s.live = true
-				if live++; live > c.p.MaxLive[k] {
-					at("%d micro-batches' activations kept, more than MaxLive %d", live, c.p.MaxLive[k])
-				}
-			}
-		case o.Kind == Backward && s.live:
-			s.live = false
-			live--
-		}
+// transferShape returns what is wrong with Send or Recv o on device k, or
+// "": it must carry stage s's output to the owner of s+1 or its input
+// gradient to the owner of s−1, between two devices.
+func (c *checker) transferShape(k int, o Op, inStage, inMicro bool) string {
+	from, to := k, o.Peer
+	if o.Kind == Recv {
+		from, to = o.Peer, k
 	}
-	for j, s := range st {
-		if s.forward != 1 || s.backward != 1 {
-			c.fail("device %d: micro-batch %d has %d forwards and %d backwards, want 1 each", k, j, s.forward, s.backward)
-		}
-		if k == c.K-1 && s.loss != 1 {
-			c.fail("device %d: micro-batch %d has %d losses, want 1", k, j, s.loss)
-		}
-		if s.live {
-			c.fail("device %d: micro-batch %d's activations are still kept at the end", k, j)
-		}
+	next := o.Stage + 1
+	if o.What == Gradient {
+		next = o.Stage - 1
 	}
-	if n := countKind(ops, Update); n != 1 || ops[len(ops)-1].Kind != Update {
-		c.fail("device %d: %d updates, want one as the last op", k, n)
+	switch {
+	case o.Peer < 0 || o.Peer >= c.K:
+		return fmt.Sprintf("peer %d out of 0..%d", o.Peer, c.K-1)
+	case o.Peer == k:
+		return "peer is the device itself: a tensor between two stages of one device is handed over in place, without a transfer"
+	case !inStage || next < 0 || next >= c.S:
+		return fmt.Sprintf("%s of stage %d, which has no stage to go to among 0..%d", o.What, o.Stage, c.S-1)
+	case c.p.Owners[o.Stage] != from:
+		return fmt.Sprintf("stage %d, want a sending stage of device %d, which owns %s", o.Stage, from, c.ownedBy(from))
+	case c.p.Owners[next] != to:
+		return fmt.Sprintf("%s from device %d goes to device %d, want %d, the owner of stage %d", o.What, from, to, c.p.Owners[next], next)
+	case !inMicro:
+		return fmt.Sprintf("micro-batch %d out of 0..%d", o.Micro, c.M-1)
 	}
+	return ""
 }
 
 // countKind returns how many ops of ops are of kind kind.

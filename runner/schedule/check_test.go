@@ -35,6 +35,9 @@ func TestCheckBroken(t *testing.T) {
 	gpipeNever := Options{Name: GPipe, Devices: 2, Micro: 2, Checkpoint: Never}
 	gpipeCkpt := Options{Name: GPipe, Devices: 2, Micro: 2, Checkpoint: Always}
 	coop3 := Options{Name: Coop, Devices: 3, Micro: 2, Prefetch: 1}
+	zbh1 := Options{Name: ZBH1, Devices: 2, Micro: 2}
+	inter2 := Options{Name: Interleaved, Devices: 2, Micro: 2, Virtual: 2}
+	inter1 := Options{Name: Interleaved, Devices: 1, Micro: 1, Virtual: 2}
 	tests := []struct {
 		name   string
 		o      Options
@@ -208,6 +211,111 @@ func TestCheckBroken(t *testing.T) {
 				swap(t, p.Devices[0], pred(1, 0), scatter())
 			},
 			want: []string{"device 0 op 3 (P1.s0): predict outside the all-gather … all-to-all window"},
+		},
+		{
+			name: "backward-weight before its backward-input",
+			o:    zbh1,
+			mutate: func(t *testing.T, p *Program) {
+				swap(t, p.Devices[1], bwI(1, 0), bwW(1, 0))
+			},
+			want: []string{"(W1.0): backward-weight before the backward-input of micro-batch 0"},
+		},
+		{
+			name: "dropped backward-weight",
+			o:    zbh1,
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[0] = without(t, p.Devices[0], bwW(0, 1))
+			},
+			want: []string{"device 0: micro-batch 1 has 1 forwards, 1 backward-inputs and 0 backward-weights, want 1 each",
+				"device 0: micro-batch 1's activations are still kept at the end"},
+		},
+		{
+			name: "backward in a split schedule",
+			o:    zbh1,
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[0][indexOf(t, p.Devices[0], bwI(0, 0))] = bw(0, 0)
+			},
+			want: []string{"(B0.0): backward in zb-h1, which splits it into a backward-input and a backward-weight"},
+		},
+		{
+			name: "split backward in a schedule that does not split",
+			o:    Options{Name: OneF1B, Devices: 2, Micro: 2},
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[0][indexOf(t, p.Devices[0], bw(0, 0))] = bwI(0, 0)
+			},
+			want: []string{"(I0.0): backward-input in 1f1b, which does not split its backwards"},
+		},
+		{
+			name: "more pairs live than zb-h1 promises",
+			o:    Options{Name: ZBH1, Devices: 3, Micro: 4},
+			mutate: func(t *testing.T, p *Program) {
+				p.MaxLive[2] = 2
+			},
+			want: []string{"device 2 op 11 (F2.2): 3 micro-batches' activations kept, more than MaxLive 2"},
+		},
+		{
+			name: "compute on a stage the device does not own",
+			o:    inter2,
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[0][indexOf(t, p.Devices[0], fw(2, 0))].Stage = 1
+			},
+			want: []string{"(F1.0): stage 1 on device 0, which owns stages [0 2]"},
+		},
+		{
+			name: "send to the own device",
+			o:    inter2,
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[0][indexOf(t, p.Devices[0], sendA(0, 0))].Peer = 0
+			},
+			want: []string{"(send activation 0.0 peer 0): peer is the device itself"},
+		},
+		{
+			name: "send to a device that does not own the next stage",
+			o:    Options{Name: Interleaved, Devices: 3, Micro: 3, Virtual: 2},
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[2][indexOf(t, p.Devices[2], sendOp(Activation, 2, 0, 0))].Peer = 1
+			},
+			want: []string{"(send activation 2.0 peer 1): activation from device 2 goes to device 1, want 0, the owner of stage 3"},
+		},
+		{
+			name: "update on a stage other than the first",
+			o:    inter2,
+			mutate: func(t *testing.T, p *Program) {
+				p.Devices[1][len(p.Devices[1])-1].Stage = 3
+			},
+			want: []string{"(update): update of stage 3 on device 1, want its first stage 1"},
+		},
+		{
+			name: "owners not interleaved",
+			o:    inter2,
+			mutate: func(t *testing.T, p *Program) {
+				p.Owners[2] = 1
+			},
+			want: []string{"stage 2 owned by device 1, want device 0"},
+		},
+		{
+			name: "stages not K·v",
+			o:    inter2,
+			mutate: func(t *testing.T, p *Program) {
+				p.Options.Virtual = 3
+			},
+			want: []string{"4 stages with 3 virtual stages on 2 devices, want K·v = 6"},
+		},
+		{
+			name: "forward without its hand-over",
+			o:    inter1,
+			mutate: func(t *testing.T, p *Program) {
+				swap(t, p.Devices[0], fw(0, 0), fw(1, 0))
+			},
+			want: []string{"device 0 op 0 (F1.0): forward before its input arrived (no earlier forward of stage 0 on this device to hand it over)"},
+		},
+		{
+			name: "backward without its hand-over",
+			o:    inter1,
+			mutate: func(t *testing.T, p *Program) {
+				swap(t, p.Devices[0], bw(1, 0), bw(0, 0))
+			},
+			want: []string{"(B0.0): backward before its output gradient arrived (no earlier backward of stage 1 on this device to hand it over)"},
 		},
 		{
 			name: "MaxLive missing",

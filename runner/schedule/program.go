@@ -42,13 +42,23 @@ const (
 	// AllToAll delivers the predicted boundaries: device p sends the input
 	// of stage k computed from shard p to device k, for every k ≥ 1.
 	AllToAll
-	// Update applies the optimizer to the device's own stage.
+	// Update applies the optimizer to every stage the device owns
+	// (Program.StagesOf); its Stage is the device's first stage.
 	Update
+	// BackwardInput is the first half of a split backward, the zero-bubble
+	// schedules' B: it produces the gradient of Stage's input for Micro
+	// from the output gradient and keeps what the weight gradient needs.
+	BackwardInput
+	// BackwardWeight is the second half, W: it accumulates Stage's
+	// parameter gradients for Micro from what BackwardInput kept, and
+	// frees the micro-batch's activations.
+	BackwardWeight
 	numOpKinds
 )
 
 var opKindNames = [numOpKinds]string{
 	"forward", "recompute", "backward", "loss", "predict", "send", "recv", "allgather", "alltoall", "update",
+	"backward-input", "backward-weight",
 }
 
 // String returns the op kind's name as records and reports use it.
@@ -60,10 +70,10 @@ func (k OpKind) String() string {
 }
 
 // Computes reports whether ops of kind k compute on the device (forward,
-// recompute, backward, predict, loss, update) rather than move data.
+// recompute, the backwards, predict, loss, update) rather than move data.
 func (k OpKind) Computes() bool {
 	switch k {
-	case Forward, Recompute, Backward, Predict, Loss, Update:
+	case Forward, Recompute, Backward, BackwardInput, BackwardWeight, Predict, Loss, Update:
 		return true
 	}
 	return false
@@ -134,6 +144,10 @@ func (o Op) String() string {
 		return fmt.Sprintf("R%d.%d", o.Stage, o.Micro)
 	case Backward:
 		return fmt.Sprintf("B%d.%d", o.Stage, o.Micro)
+	case BackwardInput:
+		return fmt.Sprintf("I%d.%d", o.Stage, o.Micro)
+	case BackwardWeight:
+		return fmt.Sprintf("W%d.%d", o.Stage, o.Micro)
 	case Loss:
 		return fmt.Sprintf("L%d", o.Micro)
 	case Predict:
@@ -188,16 +202,29 @@ const (
 	GPipe  = "gpipe"
 	Coop   = "coop"
 	OneF1B = "1f1b"
+	// Interleaved is Megatron-LM's interleaved 1F1B: v model chunks per
+	// device (Options.Virtual).
+	Interleaved = "interleaved"
+	// ZBH1 and ZBH2 are the zero-bubble schedules of Qi et al.: backward
+	// split into BackwardInput and BackwardWeight, ZB-H1 within 1F1B's
+	// memory, ZB-H2 with more memory for a fuller pipeline.
+	ZBH1 = "zb-h1"
+	ZBH2 = "zb-h2"
 )
 
 // Names lists the schedules.
-func Names() []string { return []string{Single, GPipe, Coop, OneF1B} }
+func Names() []string { return []string{Single, GPipe, Coop, OneF1B, Interleaved, ZBH1, ZBH2} }
+
+// Splits reports whether schedule name splits its backwards into
+// BackwardInput and BackwardWeight.
+func Splits(name string) bool { return name == ZBH1 || name == ZBH2 }
 
 // Options select a schedule and its parameters.
 type Options struct {
 	// Name is one of Names().
 	Name string
-	// Devices is K, the number of devices and stages (1 for single).
+	// Devices is K, the number of devices (1 for single), each holding
+	// one stage, or v stages in interleaved.
 	Devices int
 	// Micro is M, the number of micro-batches (coop: slices) per step.
 	Micro int
@@ -206,17 +233,37 @@ type Options struct {
 	// Prefetch is coop's look-ahead depth d ≥ 1: how many slices'
 	// forwards may run ahead of their gradients.
 	Prefetch int
+	// Virtual is interleaved's v ≥ 1: how many model chunks (stages)
+	// each device holds, the model being cut into K·v stages.
+	Virtual int
 }
 
 // Program is what every device does in one training step, in order.
 type Program struct {
 	Options Options
-	// Stages is the number of stages: K, or 1 for single.
+	// Stages is the number of stages: K, 1 for single, K·v for
+	// interleaved.
 	Stages int
-	// Devices[k] is device k's ops; device k owns stage k.
+	// Owners[s] is the device that owns stage s: s itself, except in
+	// interleaved, where device k owns stages k, k+K, k+2K, ….
+	Owners []int
+	// Devices[k] is device k's ops.
 	Devices [][]Op
-	// MaxLive[k] is the most micro-batches (coop: slices) whose
-	// activations device k keeps at once, as the schedule promises it;
-	// the checker verifies the program keeps its promise.
+	// MaxLive[k] is the most (stage, micro-batch) pairs (coop: slices)
+	// whose activations device k keeps at once, as the schedule promises
+	// it; the checker verifies the program keeps its promise. A pair is
+	// live from its keeping Forward (or Recompute) to its Backward, or,
+	// split, to its BackwardWeight.
 	MaxLive []int
+}
+
+// StagesOf returns the stages device k owns, in increasing order.
+func (p *Program) StagesOf(k int) []int {
+	var out []int
+	for s, d := range p.Owners {
+		if d == k {
+			out = append(out, s)
+		}
+	}
+	return out
 }

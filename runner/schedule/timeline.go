@@ -8,8 +8,9 @@ import (
 )
 
 // ChartCost is the cost model of the charts in this package's docs: every
-// op that computes or synchronises (Forward, Recompute, Backward, Loss,
-// Predict, AllGather, AllToAll, Update) takes one tick, and Send and Recv
+// op that computes or synchronises (Forward, Recompute, Backward,
+// BackwardInput, BackwardWeight, Loss, Predict, AllGather, AllToAll,
+// Update) takes one tick, and Send and Recv
 // take none. Transfers get no width so that a chart shows the order of
 // the compute and where the bubbles are; a Recv still cannot start before
 // its Send, so the dependencies they carry stay visible as idle ticks.
@@ -39,6 +40,7 @@ func Chart(p *Program) (string, error) {
 //	F0.1   forward of stage 0 on micro-batch (coop: slice) 1, keeping activations
 //	f0.1   the same forward keeping only its input (checkpointed)
 //	R0.1   recompute   B0.1  backward   L1  loss of micro-batch 1
+//	I0.1   backward-input (the split backward's B)   W0.1  backward-weight
 //	P0.s1  predict of stage 0 on shard 1
 //	AG     all-gather  A2A   all-to-all  U   update
 //	S0.1   send        Rv0.1 recv (of the sending stage's micro-batch 1)
@@ -111,7 +113,7 @@ func cellLabel(o Op) string {
 	case Recv:
 		return fmt.Sprintf("Rv%d.%d", o.Stage, o.Micro)
 	}
-	// Forward (F, or f when checkpointed), Recompute, Backward, Loss and
-	// Predict are labelled as Op.String labels them.
+	// Forward (F, or f when checkpointed), Recompute, the backwards, Loss
+	// and Predict are labelled as Op.String labels them.
 	return o.String()
 }

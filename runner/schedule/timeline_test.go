@@ -47,6 +47,9 @@ func TestChartsInDocs(t *testing.T) {
 		{"gpipe", "gpipe.go", "gpipe", Options{Name: GPipe, Devices: 4, Micro: 4, Checkpoint: ExceptLast}},
 		{"1f1b", "onef1b.go", "oneF1B", Options{Name: OneF1B, Devices: 4, Micro: 4}},
 		{"coop", "coop.go", "coop", Options{Name: Coop, Devices: 4, Micro: 4, Prefetch: 1}},
+		{"interleaved", "interleaved.go", "interleaved", Options{Name: Interleaved, Devices: 4, Micro: 8, Virtual: 2}},
+		{"zb-h1", "zerobubble.go", "zbH1", Options{Name: ZBH1, Devices: 4, Micro: 8}},
+		{"zb-h2", "zerobubble.go", "zbH2", Options{Name: ZBH2, Devices: 4, Micro: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
