@@ -67,6 +67,10 @@ func DefaultThreads(maxDevices int) int {
 	return max(1, runtime.NumCPU()/max(1, maxDevices))
 }
 
+// DefaultVirtual is interleaved's default number of model chunks per
+// device, Megatron-LM's usual two: with one, interleaved is 1f1b.
+const DefaultVirtual = 2
+
 // WithDefaults returns c with its zero fields filled as the runner fills
 // them.
 func (c Config) WithDefaults() Config {
@@ -97,10 +101,23 @@ func (c Config) WithDefaults() Config {
 	if c.Schedule.Name == schedule.Coop && c.Schedule.Prefetch == 0 {
 		c.Schedule.Prefetch = 1
 	}
+	if c.Schedule.Name == schedule.Interleaved && c.Schedule.Virtual == 0 {
+		c.Schedule.Virtual = DefaultVirtual
+	}
 	if c.SGD == (tensor.SGDParams{}) {
 		c.SGD = DefaultSGD()
 	}
 	return c
+}
+
+// Stages returns the number of stages the model is cut into: K·v for
+// interleaved (v chunks on each of K devices), K otherwise.
+func (c Config) Stages() int {
+	c = c.WithDefaults()
+	if c.Schedule.Name == schedule.Interleaved {
+		return c.Schedule.Devices * c.Schedule.Virtual
+	}
+	return c.Schedule.Devices
 }
 
 // Oversubscribed reports whether K devices of T threads ask for more
@@ -111,7 +128,8 @@ func (c Config) Oversubscribed() bool {
 }
 
 // String names the configuration briefly, as progress lines and errors
-// do: "resnet50 32px ×0.25 gpipe (except-last) K=2 M=4 B=16".
+// do: "resnet50 32px ×0.25 gpipe (except-last) K=2 M=4 B=16"; coop adds
+// its look-ahead "(d=1)", interleaved its chunks per device "(v=2)".
 func (c Config) String() string {
 	s := c.Schedule
 	name := s.Name
@@ -120,6 +138,8 @@ func (c Config) String() string {
 		name += " (" + s.Checkpoint.String() + ")"
 	case schedule.Coop:
 		name += fmt.Sprintf(" (d=%d)", s.Prefetch)
+	case schedule.Interleaved:
+		name += fmt.Sprintf(" (v=%d)", s.Virtual)
 	}
 	size := ""
 	if c.ModelConfig.Image > 0 {

@@ -37,6 +37,13 @@ func TestValidate(t *testing.T) {
 		{name: "unknown schedule", change: func(c *Config) { c.Schedule.Name = "zb" }, rule: RuleSchedule, want: `schedule "zb"`},
 		{name: "coop without look-ahead", change: func(c *Config) { c.Schedule.Name, c.Schedule.Prefetch = schedule.Coop, -1 },
 			rule: RuleSchedule, want: "prefetch -1"},
+		{name: "interleaved without chunks", change: func(c *Config) { c.Schedule.Name, c.Schedule.Virtual = schedule.Interleaved, -1 },
+			rule: RuleSchedule, want: "virtual-stages -1: need at least 1"},
+		{name: "interleaved with more stages than blocks", change: func(c *Config) {
+			c.Schedule = schedule.Options{Name: schedule.Interleaved, Devices: 2, Micro: 2, Virtual: 2}
+		}, rule: RuleStages, want: "mlp has 3 blocks, so at most 3 stages, fewer than 2 devices × 2 virtual stages = 4"},
+		{name: "interleaved in three chunks", change: func(c *Config) { c.Schedule.Name, c.Schedule.Virtual = schedule.Interleaved, 3 }},
+		{name: "other schedules ignore chunks", change: func(c *Config) { c.Schedule.Devices, c.Schedule.Virtual = 2, 2 }},
 		{name: "single on two devices", change: func(c *Config) { c.Schedule.Name, c.Schedule.Devices = schedule.Single, 2 },
 			rule: RuleSingle, want: "single at K=2: it runs on one device"},
 		{name: "micro-batches that do not divide", change: func(c *Config) { c.Schedule.Micro = 3 }, rule: RuleMicro,
@@ -186,6 +193,68 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+func TestInterleavedDefaults(t *testing.T) {
+	c := mlp()
+	c.Schedule.Name = schedule.Interleaved
+	if got := c.WithDefaults().Schedule.Virtual; got != DefaultVirtual {
+		t.Errorf("interleaved: Virtual defaults to %d, want %d", got, DefaultVirtual)
+	}
+	if got := mlp().WithDefaults().Schedule.Virtual; got != 0 {
+		t.Errorf("gpipe: Virtual defaults to %d, want 0", got)
+	}
+	c.Schedule.Devices, c.Schedule.Virtual = 3, 2
+	if got := c.Stages(); got != 6 {
+		t.Errorf("interleaved K=3 v=2: %d stages, want 6", got)
+	}
+	if got, want := c.String(), "mlp ×0.25 interleaved (v=2) K=3 M=2 B=8"; got != want {
+		t.Errorf("name %q, want %q", got, want)
+	}
+	g := mlp()
+	g.Schedule.Devices, g.Schedule.Virtual = 3, 2
+	if got := g.Stages(); got != 3 {
+		t.Errorf("gpipe K=3 with Virtual 2: %d stages, want 3 (only interleaved has virtual stages)", got)
+	}
+}
+
+func TestSweepVirtualStages(t *testing.T) {
+	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1},
+		Batches: []int{4}, Devices: []int{1}, Micro: []int{2}, Schedules: []string{"1f1b", "interleaved"},
+		Checkpoints: []string{"except-last"}, Prefetch: []int{1}, VirtualStages: []int{1, 3},
+		Balance: BalanceMACs, Backend: "cpu", Threads: 1}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	cfgs, _, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cfgs {
+		got = append(got, c.String())
+	}
+	want := []string{"mlp 1f1b K=1 M=2 B=4", "mlp interleaved (v=1) K=1 M=2 B=4", "mlp interleaved (v=3) K=1 M=2 B=4"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("configurations:\ngot  %q\nwant %q", got, want)
+	}
+	none := s
+	none.VirtualStages = nil
+	if cfgs, _, err := none.Expand(); err != nil || len(cfgs) != 2 || cfgs[1].Schedule.Virtual != DefaultVirtual {
+		t.Errorf("no virtual stages listed: got %v, %v; want interleaved at v=%d", cfgs, err, DefaultVirtual)
+	}
+	var fe *FieldError
+	bad := s
+	bad.VirtualStages = []int{0}
+	if err := bad.Check(); !errors.As(err, &fe) || err.Error() != "virtual-stages 0: need at least 1" {
+		t.Errorf("virtual stages 0: got %v, want a FieldError", err)
+	}
+	bad = s
+	bad.VirtualStages, bad.Devices = []int{2}, []int{2}
+	if _, _, err := bad.Expand(); !errors.As(err, &fe) || fe.Field != "virtual-stages" ||
+		!strings.Contains(err.Error(), "2 devices × 2 virtual stages = 4") {
+		t.Errorf("K=2 v=2 on three blocks: got %v, want a FieldError for virtual-stages", err)
+	}
+}
+
 func TestRecordRoundTrip(t *testing.T) {
 	c := mlp().WithDefaults()
 	c.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2, Checkpoint: schedule.Always}
@@ -210,5 +279,20 @@ func TestRecordRoundTrip(t *testing.T) {
 	want.ModelConfig = models.Config{Image: m.Config.Image, Classes: m.Config.Classes, Width: m.Config.Width}
 	if !reflect.DeepEqual(back, want) {
 		t.Errorf("round trip:\ngot  %+v\nwant %+v", back, want)
+	}
+
+	c.Schedule = schedule.Options{Name: schedule.Interleaved, Devices: 1, Micro: 2, Virtual: 2}
+	c.Bounds = []int{0, 1, 3}
+	rc := c.RecordConfig(m.Config, 5, 1)
+	if rc.Virtual != 2 || rc.Checkpoint != "" || rc.Prefetch != 0 {
+		t.Errorf("interleaved recorded as %+v, want virtual_stages 2 and no checkpoint or prefetch", rc)
+	}
+	rec.Config = rc
+	if back, err := FromRecord(&rec); err != nil || back.Schedule != c.Schedule {
+		t.Errorf("interleaved round trip: got %+v, %v; want %+v", back.Schedule, err, c.Schedule)
+	}
+	c.Schedule = schedule.Options{Name: schedule.OneF1B, Devices: 2, Micro: 2, Virtual: 2}
+	if rc := c.RecordConfig(m.Config, 5, 1); rc.Virtual != 0 {
+		t.Errorf("1f1b recorded virtual_stages %d, want it omitted", rc.Virtual)
 	}
 }

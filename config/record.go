@@ -29,6 +29,8 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 		rc.Checkpoint = c.Schedule.Checkpoint.String()
 	case schedule.Coop:
 		rc.Prefetch = c.Schedule.Prefetch
+	case schedule.Interleaved:
+		rc.Virtual = c.Schedule.Virtual
 	}
 	return rc
 }
@@ -55,7 +57,7 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		Model:       c.Model,
 		ModelConfig: models.Config{Image: c.Image, Classes: c.Classes, Width: c.Width},
 		Batch:       c.Batch,
-		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch},
+		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch, Virtual: c.Virtual},
 		Balance:     Balance(c.Balance),
 		Backend:     r.Env.Backend,
 		Transport:   profiler.TransportOf(&r.Env),

@@ -15,9 +15,9 @@ import (
 
 // Sweep is lists of values whose every combination is one configuration:
 // models × images × classes × widths × batches × devices × micro-batches
-// × schedules, gpipe times the checkpoint modes and coop times the
-// look-ahead depths. The other fields are the same in every
-// configuration.
+// × schedules, gpipe times the checkpoint modes, coop times the
+// look-ahead depths and interleaved times the virtual stages. The other
+// fields are the same in every configuration.
 type Sweep struct {
 	Models      []string
 	Images      []int // 0: the model's default; a model of flat vectors ignores it
@@ -29,6 +29,10 @@ type Sweep struct {
 	Schedules   []string
 	Checkpoints []string // gpipe only
 	Prefetch    []int    // coop only
+	// VirtualStages are interleaved's model chunks per device v (the
+	// model is cut into K·v stages); the other schedules ignore them.
+	// Empty means DefaultVirtual.
+	VirtualStages []int
 
 	Balance   Balance
 	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
@@ -139,7 +143,7 @@ func (s Sweep) checkCounts() error {
 		vals  []int
 		least int
 	}{{"image", s.Images, 0}, {"classes", s.Classes, 0}, {"batch", s.Batches, 1}, {"devices", s.Devices, 1},
-		{"microbatches", s.Micro, 1}, {"prefetch", s.Prefetch, 1}} {
+		{"microbatches", s.Micro, 1}, {"prefetch", s.Prefetch, 1}, {"virtual-stages", s.VirtualStages, 1}} {
 		for _, v := range p.vals {
 			if v < p.least {
 				return &FieldError{Field: p.field, Value: fmt.Sprint(v), Reason: fmt.Sprintf("need at least %d", p.least)}
@@ -245,6 +249,12 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 							cfg.Schedule.Prefetch = d
 							out = append(out, cfg)
 						}
+					case schedule.Interleaved:
+						for _, v := range s.virtualStages() {
+							cfg := base
+							cfg.Schedule.Virtual = v
+							out = append(out, cfg)
+						}
 					default:
 						out = append(out, base)
 					}
@@ -253,6 +263,15 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 		}
 	}
 	return out
+}
+
+// virtualStages returns the sweep's virtual stages, [DefaultVirtual]
+// when it lists none.
+func (s Sweep) virtualStages() []int {
+	if len(s.VirtualStages) == 0 {
+		return []int{DefaultVirtual}
+	}
+	return s.VirtualStages
 }
 
 // backendBuilds says how to build the backends that a default build

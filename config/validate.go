@@ -19,7 +19,7 @@ const (
 	RuleModel     Rule = iota // the model is in the zoo and can be built at its sizes
 	RuleImage                 // the input is no smaller than the model accepts
 	RuleCounts                // batch, devices, micro-batches and threads are positive
-	RuleStages                // no more devices than the model has blocks
+	RuleStages                // no more stages (devices, × virtual stages for interleaved) than the model has blocks
 	RuleSchedule              // the schedule exists and its options make sense
 	RuleSingle                // single runs on one device
 	RuleMicro                 // the batch splits into M equal micro-batches
@@ -92,8 +92,8 @@ func (c Config) Validate() error {
 	if err != nil {
 		return &InvalidError{Rule: RuleModel, Field: "model", Value: c.Model, Reason: err.Error(), Err: err}
 	}
-	if n := len(m.Blocks); s.Devices > n {
-		return invalid(RuleStages, "devices", s.Devices, "%s has %d blocks, so at most %d stages", c.Model, n, n)
+	if err := checkStages(c, len(m.Blocks)); err != nil {
+		return err
 	}
 	if err := checkSchedule(s); err != nil {
 		return err
@@ -125,6 +125,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// checkStages checks that the model's n blocks make c's stages: K, or
+// for interleaved K·v.
+func checkStages(c Config, n int) error {
+	s := c.Schedule
+	if s.Devices > n {
+		return invalid(RuleStages, "devices", s.Devices, "%s has %d blocks, so at most %d stages", c.Model, n, n)
+	}
+	if k := c.Stages(); k > n {
+		return invalid(RuleStages, "virtual-stages", s.Virtual,
+			"%s has %d blocks, so at most %d stages, fewer than %d devices × %d virtual stages = %d", c.Model, n, n, s.Devices, s.Virtual, k)
+	}
+	return nil
+}
+
 // checkSchedule checks the schedule's name and its options.
 func checkSchedule(s schedule.Options) error {
 	known := false
@@ -136,6 +150,8 @@ func checkSchedule(s schedule.Options) error {
 		return invalid(RuleSchedule, "schedule", s.Name, "schedule %q: unknown", s.Name)
 	case s.Name == schedule.Coop && s.Prefetch < 1:
 		return invalid(RuleSchedule, "prefetch", s.Prefetch, "prefetch %d: need at least 1", s.Prefetch)
+	case s.Name == schedule.Interleaved && s.Virtual < 1:
+		return invalid(RuleSchedule, "virtual-stages", s.Virtual, "virtual-stages %d: need at least 1 model chunk per device", s.Virtual)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 type Run struct {
 	// Kind is KindMeasured or KindPredicted.
 	Kind string
-	// Env is where the run ran; Env.Devices names the devices in stage
+	// Env is where the run ran; Env.Devices names the devices in device
 	// order.
 	Env    Environment
 	Config RunConfig
@@ -22,6 +22,9 @@ type Run struct {
 	// stage s holds blocks [Bounds[s], Bounds[s+1]).
 	Blocks []BlockCost
 	Bounds []int
+	// Owners[s] is the device that holds stage s (schedule.Program's
+	// Owners); nil means stage s is on device s.
+	Owners []int
 	// Oversubscribed is set when devices × threads exceeds the cores.
 	Oversubscribed bool
 	// Steps are the measured steps; WarmupLosses the warm-up steps'
@@ -50,7 +53,7 @@ type RunStep struct {
 	Step      int
 	WallNanos int64
 	Loss      float64
-	// Devices holds what each device did, in stage order.
+	// Devices holds what each device did, in device order.
 	Devices []DeviceStep
 }
 
@@ -99,11 +102,12 @@ func Build(run Run) Record {
 	return rec
 }
 
-// stages describes the partition: each stage's blocks and their costs.
+// stages describes the partition: each stage's device, blocks and their
+// costs.
 func (r *Run) stages() []Stage {
 	var out []Stage
 	for s := 0; s+1 < len(r.Bounds); s++ {
-		st := Stage{Device: s, FirstBlock: r.Bounds[s], EndBlock: r.Bounds[s+1]}
+		st := Stage{Device: r.owner(s), FirstBlock: r.Bounds[s], EndBlock: r.Bounds[s+1]}
 		if st.EndBlock <= len(r.Blocks) {
 			for _, b := range r.Blocks[st.FirstBlock:st.EndBlock] {
 				st.Blocks = append(st.Blocks, b.Name)
@@ -120,6 +124,25 @@ func (r *Run) stages() []Stage {
 	return out
 }
 
+// owner returns the device that holds stage s.
+func (r *Run) owner(s int) int {
+	if s < len(r.Owners) {
+		return r.Owners[s]
+	}
+	return s
+}
+
+// firstStage returns the first stage device d holds: d itself unless
+// Owners says otherwise.
+func (r *Run) firstStage(d int) int {
+	for s, o := range r.Owners {
+		if o == d {
+			return s
+		}
+	}
+	return d
+}
+
 // devices aggregates each device over the measured steps: busy time by
 // op and idle time as means per step, peaks as maxima, transfers as
 // means per step.
@@ -128,7 +151,7 @@ func (r *Run) devices() []Device {
 	n := int64(len(r.Steps))
 	out := make([]Device, k)
 	for d := range k {
-		dev := Device{Index: d, Stage: d, BusyNanosByOp: map[string]int64{}, PeakBytesByCategory: map[string]int64{}}
+		dev := Device{Index: d, Stage: r.firstStage(d), BusyNanosByOp: map[string]int64{}, PeakBytesByCategory: map[string]int64{}}
 		if d < len(r.Env.Devices) {
 			dev.Name = r.Env.Devices[d].Name
 		}

@@ -6,7 +6,7 @@ const WholeOp = -1
 
 // blockOps are the compute ops timed per block, in BlockTiming's field
 // order.
-var blockOps = [...]string{"forward", "backward", "recompute", "predict"}
+var blockOps = [...]string{"forward", "backward", "recompute", "predict", "backward-input", "backward-weight"}
 
 // blockTimings returns each block's per-call times, the median over the
 // measured steps of each step's mean per call, or nil without per-block
@@ -50,10 +50,12 @@ func (r *Run) blockTimings() []BlockTiming {
 	for b := range nb {
 		out[b] = BlockTiming{
 			Block: b, Name: r.Blocks[b].Name, Stage: r.stageOf(b), Samples: samples,
-			ForwardNanos:   Median(perStep[b][0]),
-			BackwardNanos:  Median(perStep[b][1]),
-			RecomputeNanos: Median(perStep[b][2]),
-			PredictNanos:   Median(perStep[b][3]),
+			ForwardNanos:        Median(perStep[b][0]),
+			BackwardNanos:       Median(perStep[b][1]),
+			RecomputeNanos:      Median(perStep[b][2]),
+			PredictNanos:        Median(perStep[b][3]),
+			BackwardInputNanos:  Median(perStep[b][4]),
+			BackwardWeightNanos: Median(perStep[b][5]),
 		}
 	}
 	return out

@@ -54,7 +54,7 @@ type Environment struct {
 	Version  string `json:"version"`
 	Revision string `json:"revision,omitempty"`
 	Backend  string `json:"backend"`
-	// Devices lists the devices of the run in stage order.
+	// Devices lists the devices of the run in device order.
 	Devices []DeviceInfo `json:"devices"`
 	// HugePages says whether the backend's tensor memory sat on
 	// transparent huge pages: "advised", "off" or "unavailable" (see the
@@ -192,6 +192,7 @@ type RunConfig struct {
 	Schedule    string  `json:"schedule"`
 	Checkpoint  string  `json:"checkpoint,omitempty"`
 	Prefetch    int     `json:"prefetch,omitempty"`
+	Virtual     int     `json:"virtual_stages,omitempty"` // interleaved's chunks per device v: Devices·Virtual stages
 	Balance     string  `json:"balance"`
 	Threads     int     `json:"threads"`
 	Steps       int     `json:"steps"`
@@ -209,7 +210,8 @@ type RunConfig struct {
 }
 
 // Stage is one pipeline stage: the blocks [FirstBlock, EndBlock) of the
-// model on device Device.
+// model on device Device (stage s is on device s, except in interleaved,
+// where device k holds stages k, k+K, …).
 type Stage struct {
 	Device     int      `json:"device"`
 	FirstBlock int      `json:"first_block"`
@@ -252,7 +254,7 @@ type Summary struct {
 type Device struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
-	Stage int    `json:"stage"`
+	Stage int    `json:"stage"` // the device's first stage; the partition lists them all
 	// BusyNanosByOp maps an op kind ("forward", "send", …) to the time
 	// the device spent in it per step.
 	BusyNanosByOp map[string]int64 `json:"busy_nanos_by_op"`
@@ -273,16 +275,20 @@ type Device struct {
 }
 
 // BlockTiming is a block's compute time per call, the median over the
-// measured steps, with the samples each call processed.
+// measured steps, with the samples each call processed. A schedule that
+// splits its backwards (zb-h1, zb-h2) times their halves,
+// BackwardInputNanos and BackwardWeightNanos, and no BackwardNanos.
 type BlockTiming struct {
-	Block          int    `json:"block"`
-	Name           string `json:"name"`
-	Stage          int    `json:"stage"`
-	Samples        int    `json:"samples"`
-	ForwardNanos   int64  `json:"forward_nanos"`
-	BackwardNanos  int64  `json:"backward_nanos"`
-	RecomputeNanos int64  `json:"recompute_nanos,omitempty"`
-	PredictNanos   int64  `json:"predict_nanos,omitempty"`
+	Block               int    `json:"block"`
+	Name                string `json:"name"`
+	Stage               int    `json:"stage"`
+	Samples             int    `json:"samples"`
+	ForwardNanos        int64  `json:"forward_nanos"`
+	BackwardNanos       int64  `json:"backward_nanos"`
+	RecomputeNanos      int64  `json:"recompute_nanos,omitempty"`
+	PredictNanos        int64  `json:"predict_nanos,omitempty"`
+	BackwardInputNanos  int64  `json:"backward_input_nanos,omitempty"`
+	BackwardWeightNanos int64  `json:"backward_weight_nanos,omitempty"`
 }
 
 // Event is one op on one device in one measured step.

@@ -110,7 +110,7 @@ func (c *RunConfig) validate() error {
 		name string
 		v    int
 	}{
-		{"image", c.Image}, {"classes", c.Classes}, {"prefetch", c.Prefetch},
+		{"image", c.Image}, {"classes", c.Classes}, {"prefetch", c.Prefetch}, {"virtual_stages", c.Virtual},
 		{"threads", c.Threads}, {"steps", c.Steps}, {"warmup", c.Warmup},
 	} {
 		if f.v < 0 {
@@ -166,7 +166,8 @@ func (r *Record) validateTimes() error {
 		}
 	}
 	for i, b := range r.Blocks {
-		if b.Samples < 0 || b.ForwardNanos < 0 || b.BackwardNanos < 0 || b.RecomputeNanos < 0 || b.PredictNanos < 0 {
+		if b.Samples < 0 || b.ForwardNanos < 0 || b.BackwardNanos < 0 || b.RecomputeNanos < 0 || b.PredictNanos < 0 ||
+			b.BackwardInputNanos < 0 || b.BackwardWeightNanos < 0 {
 			return fmt.Errorf("blocks[%d]: a time or the samples is negative", i)
 		}
 	}

@@ -36,7 +36,8 @@ func checkSame(t *testing.T, got, want trained) (dParams, dBuffers float64) {
 }
 
 // TestEquivalenceWithBatchNorm checks the schedules against single with
-// the same split of the mini-batch: gpipe and 1f1b compute BatchNorm's
+// the same split of the mini-batch: gpipe, 1f1b, interleaved and the
+// zero-bubble schedules compute BatchNorm's
 // statistics per micro-batch as single with the same M does; coop does in
 // training, but its prediction step uses per-shard statistics, so it
 // equals single only when slices are shards (M = K). Other coop
@@ -46,7 +47,8 @@ func checkSame(t *testing.T, got, want trained) (dParams, dBuffers float64) {
 // perturbation below one ulp of the weights (single with its weight decay
 // changed by 1e-5 relative) moves BatchNorm biases by ~1e-4 relative after
 // three steps, ~1e-1 after 1e-4 relative (logged below). So a run whose
-// ops are ordered as single's (1f1b, coop with M = K) must match single
+// ops are ordered as single's (1f1b, interleaved, zb-h1, zb-h2, coop with
+// M = K) must match single
 // after three steps, while gpipe, which sums micro-batch gradients in the
 // reverse order, is compared with single after one step (round-off only)
 // and after three steps with itself across checkpoint modes (recomputation
@@ -86,7 +88,9 @@ func TestEquivalenceWithBatchNorm(t *testing.T) {
 				switch o.Name {
 				case schedule.Coop:
 					continue
-				case schedule.OneF1B:
+				case schedule.OneF1B, schedule.Interleaved, schedule.ZBH1, schedule.ZBH2:
+					// Each accumulates every stage's micro-batch
+					// gradients in single's order.
 					p, b := checkSame(t, train(t, ctx, bnConfig(o), equivalenceSteps), single(m, equivalenceSteps))
 					worstP, worstB = max(worstP, p), max(worstB, b)
 					continue
@@ -126,7 +130,7 @@ func TestEquivalenceWithBatchNorm(t *testing.T) {
 				got.name, m, 24/k, 24/m, p, b)
 		}
 	}
-	t.Logf("K %v, M %v: 1f1b and coop (M = K) vs single with the same M after %d steps: worst weights %.3g, running statistics %.3g",
+	t.Logf("K %v, M %v: 1f1b, interleaved, zb-h1, zb-h2 and coop (M = K) vs single with the same M after %d steps: worst weights %.3g, running statistics %.3g",
 		ks, ms, equivalenceSteps, worstP, worstB)
 	t.Logf("gpipe vs single with the same M after 1 step: worst weights %.3g, running statistics %.3g; after %d steps (not asserted): %.3g, %.3g",
 		worstGP1, worstGB1, equivalenceSteps, worstGP3, worstGB3)

@@ -42,7 +42,7 @@ func (w *worker) backward(op schedule.Op, layer *models.Sequential, s int, p *mo
 	if _, ok := ctx.(*blockContext); !ok {
 		return layer.Backward(p, ctx, dy)
 	}
-	return w.backwardBlocks(op, layer, w.t.bounds[s], p, ctx.(*blockContext), dy)
+	return w.backwardBlocks(op, layer, w.t.bounds[s], p, ctx.(*blockContext), dy, nil)
 }
 
 // forwardBlocks runs layer's blocks in order, recording an event for each
@@ -74,17 +74,92 @@ func (w *worker) forwardBlocks(op schedule.Op, layer *models.Sequential, first i
 	return h, bc
 }
 
+// backwardInput is backward's split counterpart: the input gradient now,
+// the parameter gradients deferred to the returned work (see
+// models.BackwardInput).
+func (w *worker) backwardInput(op schedule.Op, layer *models.Sequential, s int, p *models.Pass, ctx models.Context, dy *tensor.Tensor) (*tensor.Tensor, models.WeightGrad) {
+	bc, ok := ctx.(*blockContext)
+	if !ok {
+		return models.BackwardInput(layer, p, ctx, dy)
+	}
+	bw := &blockWeights{}
+	dx := w.backwardBlocks(op, layer, w.t.bounds[s], p, bc, dy, bw)
+	return dx, bw
+}
+
+// backwardWeight runs deferred weight gradients: block by block, each
+// timed, when the input gradient ran block by block.
+func (w *worker) backwardWeight(op schedule.Op, p *models.Pass, wg models.WeightGrad) {
+	bw, ok := wg.(*blockWeights)
+	if !ok || w.rec == nil {
+		wg.Run(p)
+		return
+	}
+	step := w.step.step
+	for i, b := range bw.blocks {
+		w.block = b
+		start := w.dev.Now()
+		if work := bw.works[i]; work != nil {
+			work.Run(p)
+			bw.works[i] = nil
+		}
+		end := w.dev.Now()
+		w.rec.Record(recordEvent(step, w.k, op, b, start, end, 0))
+	}
+	bw.works = nil
+}
+
+// blockWeights is the deferred weight gradients of a block-by-block split
+// backward: for each block, in the order the backward ran them, its work
+// (nil for a block without weight gradients, which still gets an event,
+// so that every block of a stage has a time for each phase).
+type blockWeights struct {
+	blocks []int
+	works  []models.WeightGrad
+}
+
+// Run accumulates every block's parameter gradients.
+func (b *blockWeights) Run(p *models.Pass) {
+	for i, work := range b.works {
+		if work != nil {
+			work.Run(p)
+			b.works[i] = nil
+		}
+	}
+	b.works = nil
+}
+
+// Release drops every block's work unrun.
+func (b *blockWeights) Release() {
+	for _, work := range b.works {
+		if work != nil {
+			work.Release()
+		}
+	}
+	b.works = nil
+}
+
 // backwardBlocks runs the blocks' backwards in reverse, recording an
 // event for each, and releases each intermediate gradient once the block
-// before has consumed it.
-func (w *worker) backwardBlocks(op schedule.Op, layer *models.Sequential, first int, p *models.Pass, bc *blockContext, dy *tensor.Tensor) *tensor.Tensor {
+// before has consumed it. With bw set it runs each block's input
+// gradient alone (models.BackwardInput) and appends the deferred weight
+// gradients to bw.
+func (w *worker) backwardBlocks(op schedule.Op, layer *models.Sequential, first int, p *models.Pass, bc *blockContext, dy *tensor.Tensor, bw *blockWeights) *tensor.Tensor {
 	step := w.step.step
 	d := dy
 	last := len(layer.Layers) - 1
 	for i := last; i >= 0; i-- {
 		w.block = first + i
 		start := w.dev.Now()
-		dx := layer.Layers[i].Layer.Backward(p, bc.ctxs[i], d)
+		var dx *tensor.Tensor
+		if bw != nil {
+			var work models.WeightGrad
+			dx, work = models.BackwardInput(layer.Layers[i].Layer, p, bc.ctxs[i], d)
+			bw.blocks = append(bw.blocks, first+i)
+			bw.works = append(bw.works, work)
+		} else {
+			dx = layer.Layers[i].Layer.Backward(p, bc.ctxs[i], d)
+		}
 		end := w.dev.Now()
 		w.rec.Record(recordEvent(step, w.k, op, first+i, start, end, 0))
 		bc.ctxs[i] = nil // released by that Backward

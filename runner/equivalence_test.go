@@ -23,7 +23,8 @@ const equivalenceSteps = 3
 
 // pipelines returns the pipelined schedules the equivalence tests run on
 // K devices with M micro-batches: gpipe in every checkpoint mode, coop
-// with look-ahead 1 and M, and 1f1b.
+// with look-ahead 1 and M, 1f1b, interleaved with 2 chunks per device,
+// zb-h1 and zb-h2.
 func pipelines(k, m int) []schedule.Options {
 	out := []schedule.Options{
 		{Name: schedule.GPipe, Devices: k, Micro: m, Checkpoint: schedule.Never},
@@ -34,7 +35,12 @@ func pipelines(k, m int) []schedule.Options {
 	if m > 1 {
 		out = append(out, schedule.Options{Name: schedule.Coop, Devices: k, Micro: m, Prefetch: m})
 	}
-	return append(out, schedule.Options{Name: schedule.OneF1B, Devices: k, Micro: m})
+	return append(out,
+		schedule.Options{Name: schedule.OneF1B, Devices: k, Micro: m},
+		schedule.Options{Name: schedule.Interleaved, Devices: k, Micro: m, Virtual: 2},
+		schedule.Options{Name: schedule.ZBH1, Devices: k, Micro: m},
+		schedule.Options{Name: schedule.ZBH2, Devices: k, Micro: m},
+	)
 }
 
 // TestEquivalenceWithoutBatchNorm checks that, for networks without
@@ -43,7 +49,7 @@ func pipelines(k, m int) []schedule.Options {
 func TestEquivalenceWithoutBatchNorm(t *testing.T) {
 	// vgg16 is the slow half: under -short it runs K ∈ {2, 4} and M ∈
 	// {1, 4} only (the mlp keeps the full sweep).
-	vggKs, vggMs := []int{1, 2, 3, 4}, []int{1, 2, 4}
+	vggKs, vggMs := []int{1, 2, 3, 4}, []int{1, 2, 4, 8}
 	if testing.Short() {
 		vggKs, vggMs = []int{2, 4}, []int{1, 4}
 	}
@@ -56,8 +62,10 @@ func TestEquivalenceWithoutBatchNorm(t *testing.T) {
 		ms    []int
 	}{
 		{
-			name: "mlp", model: "mlp", mc: models.Config{Sizes: []int{48, 32, 32, 32, 5}},
-			batch: 24, ks: []int{1, 2, 3, 4}, ms: []int{1, 2, 4},
+			// Eight layers, so that interleaved at K = 4 has a block
+			// for each of its 8 stages.
+			name: "mlp", model: "mlp", mc: models.Config{Sizes: []int{48, 32, 32, 32, 32, 32, 32, 32, 5}},
+			batch: 24, ks: []int{1, 2, 3, 4}, ms: []int{1, 2, 4, 8},
 		},
 		{
 			// Dropout stays on (p = 0.5 in the classifier): masks depend

@@ -67,15 +67,15 @@ func (w *worker) faultf(format string, args ...any) *Fault {
 }
 
 // checkGradients fails the update with a Fault naming the first block of
-// the stage (in forward order) whose accumulated gradients hold a NaN or
+// stage st (in forward order) whose accumulated gradients hold a NaN or
 // an infinity, before the optimizer spreads it into the weights. A
 // device without values (the meta backend) has nothing to check.
-func (w *worker) checkGradients() error {
+func (w *worker) checkGradients(st int) error {
 	if tensor.IsSymbolic(w.dev) {
 		return nil
 	}
-	first := w.t.bounds[w.k]
-	for i, c := range w.stage.Layers {
+	first := w.t.bounds[st]
+	for i, c := range w.stages[st].Layers {
 		for _, p := range models.Params(c.Layer) {
 			if g := p.Param.Grad; g != nil {
 				if j, v := firstNonFinite(g); j >= 0 {

@@ -102,9 +102,11 @@ func train(t *testing.T, ctx context.Context, cfg config.Config, steps int) trai
 func batchCounts(tr *Trainer) map[string]int64 {
 	out := map[string]int64{}
 	for _, w := range tr.workers {
-		for _, b := range models.Buffers(w.stage) {
-			if b.Buffer.Count != nil {
-				out[b.Name] = *b.Buffer.Count
+		for _, s := range w.owned {
+			for _, b := range models.Buffers(w.stages[s]) {
+				if b.Buffer.Count != nil {
+					out[b.Name] = *b.Buffer.Count
+				}
 			}
 		}
 	}

@@ -13,6 +13,7 @@ func (r *Result) Record() profiler.Record {
 		Kind:           profiler.KindMeasured,
 		Env:            r.environment(),
 		Bounds:         r.Partition,
+		Owners:         r.Owners,
 		Blocks:         config.BlockCosts(r.Model),
 		Oversubscribed: r.Oversubscribed,
 		Steps:          make([]profiler.RunStep, len(r.Steps)),

@@ -19,16 +19,25 @@ func blockConfig(o schedule.Options) config.Config {
 }
 
 // blockSchedules cover every compute op: forward, recompute (gpipe's
-// checkpoints), backward and predict (coop).
+// checkpoints), backward, predict (coop), the split backward's halves
+// (zb-h1) and devices holding several stages (interleaved, on two
+// devices and, handing over in place, on one).
 var blockSchedules = []schedule.Options{
 	{Name: schedule.Single, Devices: 1, Micro: 2},
 	{Name: schedule.GPipe, Devices: 3, Micro: 3, Checkpoint: schedule.ExceptLast},
 	{Name: schedule.OneF1B, Devices: 3, Micro: 3},
 	{Name: schedule.Coop, Devices: 3, Micro: 3, Prefetch: 1},
+	{Name: schedule.ZBH1, Devices: 3, Micro: 3},
+	{Name: schedule.Interleaved, Devices: 2, Micro: 3, Virtual: 2},
+	{Name: schedule.Interleaved, Devices: 1, Micro: 2, Virtual: 3},
 }
 
 func isCompute(k schedule.OpKind) bool {
-	return k == schedule.Forward || k == schedule.Recompute || k == schedule.Backward || k == schedule.Predict
+	switch k {
+	case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.Predict, schedule.BackwardInput, schedule.BackwardWeight:
+		return true
+	}
+	return false
 }
 
 // TestBlockTimingEvents checks that with per-block timing every compute
@@ -55,6 +64,15 @@ func TestBlockTimingEvents(t *testing.T) {
 			}
 		}
 		bounds := on.Partition
+		prog, err := schedule.Build(cfg.Schedule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, st := range on.Record().Partition {
+			if st.Device != prog.Owners[s] {
+				t.Errorf("%s: the record puts stage %d on device %d, the program on device %d", name, s, st.Device, prog.Owners[s])
+			}
+		}
 		var blockEvents int
 		for _, s := range on.Steps {
 			for d, ds := range s.Devices {
@@ -122,7 +140,7 @@ func checkBlocks(t *testing.T, name string, d int, e profiler.Event, blocks []pr
 	var sum int64
 	for i, b := range blocks {
 		want := lo + i
-		if kind == schedule.Backward {
+		if kind == schedule.Backward || kind == schedule.BackwardInput || kind == schedule.BackwardWeight {
 			want = hi - 1 - i
 		}
 		if b.Block != want || b.Op != e.Op || b.Stage != e.Stage || b.Micro != e.Micro || b.Shard != e.Shard {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/pipecast/pipecast/config"
@@ -78,9 +79,11 @@ type Result struct {
 	// Model is the description of the model trained: its blocks, their
 	// shapes and costs.
 	Model *models.Model
-	// Partition holds the stage bounds over the model's blocks.
+	// Partition holds the stage bounds over the model's blocks; Owners[s]
+	// is the device that holds stage s (the schedule program's).
 	Partition []int
-	// DeviceNames names the devices in stage order; GPUs describes the
+	Owners    []int
+	// DeviceNames names the devices in device order; GPUs describes the
 	// GPU behind each (nil entries, or nil, for devices that are not).
 	DeviceNames []string
 	GPUs        []*profiler.GPUInfo
@@ -145,6 +148,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 		Options:        opts,
 		Model:          t.model,
 		Partition:      t.Partition(),
+		Owners:         slices.Clone(t.program.Owners),
 		Cores:          runtime.NumCPU(),
 		Oversubscribed: t.cfg.Oversubscribed(),
 	}

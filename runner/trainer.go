@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 
@@ -68,8 +67,8 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if group != nil && group.Size() != prog.Stages {
-		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", prog.Stages, group.Size())
+	if group != nil && group.Size() != len(prog.Devices) {
+		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", len(prog.Devices), group.Size())
 	}
 	t := &Trainer{cfg: cfg, model: model, program: prog, group: group}
 	if t.bounds, err = t.sharedPartition(prog.Stages); err != nil {
@@ -112,7 +111,7 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 	for _, op := range t.program.Devices[d] {
 		n++
 		switch op.Kind {
-		case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.Predict:
+		case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.BackwardInput, schedule.BackwardWeight, schedule.Predict:
 			if blocks {
 				n += t.bounds[op.Stage+1] - t.bounds[op.Stage]
 			}
@@ -165,96 +164,6 @@ func (t *Trainer) partition(stages int) ([]int, error) {
 	return bounds, err
 }
 
-// place opens the devices and builds every worker's stage and replicas.
-func (t *Trainer) place() error {
-	k := t.program.Stages
-	// The initial weights: one model built as a single device would build
-	// it, from the seed, then copied stage by stage.
-	host, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: k, Threads: t.cfg.Threads})
-	if err != nil {
-		return err
-	}
-	defer host.Close()
-	// A symbolic device (the meta backend's) holds no values, so
-	// initialisation draws would be pointless there.
-	var rng *rand.Rand
-	if !tensor.IsSymbolic(host) {
-		rng = rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473))
-	}
-	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rng)
-	if err != nil {
-		return err
-	}
-	defer init.Release()
-	coop := t.cfg.Schedule.Name == schedule.Coop
-	local := make([]int, k) // the devices this process runs
-	for d := range local {
-		local[d] = d
-	}
-	if t.group != nil {
-		local = []int{t.group.Rank()}
-	} else {
-		t.transport = comm.NewInProcessTransport(k)
-	}
-	for _, d := range local {
-		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
-		if err != nil {
-			return err
-		}
-		t.devs = append(t.devs, dev)
-		var ep comm.Endpoint = t.group
-		if t.transport != nil {
-			ep = t.transport.Endpoint(d)
-		}
-		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
-		t.workers = append(t.workers, w)
-		if w.stage, w.flat, err = t.materialize(d, dev, tensor.Weights); err != nil {
-			return err
-		}
-		if err := models.CopyState(w.stage, init.Stage(t.bounds[d], t.bounds[d+1])); err != nil {
-			return err
-		}
-		w.replicas = make([]*models.Sequential, k)
-		w.replicaFlats = make([]*tensor.Tensor, k)
-		if coop {
-			for s := 0; s < k-1; s++ {
-				if s == d {
-					continue
-				}
-				// Replicas are weights too: the all-gather fills them
-				// before every prediction step.
-				if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
-					return err
-				}
-			}
-		}
-		dev.ResetPeak()
-	}
-	return nil
-}
-
-// materialize builds stage s's layers with zeroed storage on dev.
-func (t *Trainer) materialize(s int, dev tensor.Device, cat tensor.Category) (*models.Sequential, *tensor.Tensor, error) {
-	m, err := models.Describe(t.cfg.Model, t.cfg.ModelConfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	stage := m.Stage(t.bounds[s], t.bounds[s+1])
-	return stage, models.Materialize(stage, dev, cat), nil
-}
-
-// shapeIn returns the shape of n samples of stage k's input.
-func (t *Trainer) shapeIn(k, n int) tensor.Shape {
-	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k]].In...)
-}
-
-// shapeOut returns the shape of n samples of stage k's output.
-func (t *Trainer) shapeOut(k, n int) tensor.Shape {
-	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k+1]-1].Out...)
-}
-
-func (t *Trainer) last(k int) bool { return k == t.program.Stages-1 }
-
 // Step trains one mini-batch and returns its loss (the mean over the
 // batch) and what each device did. In a multi-process run it is this
 // process's device alone, and its loss that device's part; every process
@@ -269,22 +178,17 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	n := len(t.workers)
-	shard := t.cfg.Batch / t.program.Stages
+	shard := t.cfg.Batch / len(t.program.Devices)
 	states := make([]*stepState, n)
 	for i, w := range t.workers {
 		d := w.k
 		w.dev.ResetPeak()
 		t.startMemTrack(w, step)
-		s := &stepState{
-			step: step, batch: batch,
-			inputs: map[int]*tensor.Tensor{}, outputs: map[int]*tensor.Tensor{},
-			ctxs: map[int]models.Context{}, dOut: map[int]*tensor.Tensor{}, dIn: map[int]*tensor.Tensor{},
-			predicted: map[int]*tensor.Tensor{},
-		}
+		s := newStepState(step, batch)
 		if d == 0 {
 			s.raw = batch.Upload(w.dev, tensor.Boundary, 0, t.cfg.Batch)
 		}
-		if t.cfg.Schedule.Name == schedule.Coop && t.program.Stages > 1 {
+		if t.cfg.Schedule.Name == schedule.Coop && len(t.program.Devices) > 1 {
 			s.shard = batch.Upload(w.dev, tensor.Boundary, d*shard, (d+1)*shard)
 		}
 		states[i] = s
@@ -362,12 +266,14 @@ func firstCause(errs []error) error {
 }
 
 // Params returns the trained parameters by state_dict name, copied to the
-// host, gathered from every device's own stage.
+// host, gathered from every device's own stages.
 func (t *Trainer) Params() map[string][]float32 {
 	out := map[string][]float32{}
 	for _, w := range t.workers {
-		for _, p := range models.Params(w.stage) {
-			out[p.Name] = tensor.ToHost(p.Param.Value)
+		for _, s := range w.owned {
+			for _, p := range models.Params(w.stages[s]) {
+				out[p.Name] = tensor.ToHost(p.Param.Value)
+			}
 		}
 	}
 	return out
@@ -378,9 +284,11 @@ func (t *Trainer) Params() map[string][]float32 {
 func (t *Trainer) Buffers() map[string][]float32 {
 	out := map[string][]float32{}
 	for _, w := range t.workers {
-		for _, b := range models.Buffers(w.stage) {
-			if b.Buffer.Value != nil {
-				out[b.Name] = tensor.ToHost(b.Buffer.Value)
+		for _, s := range w.owned {
+			for _, b := range models.Buffers(w.stages[s]) {
+				if b.Buffer.Value != nil {
+					out[b.Name] = tensor.ToHost(b.Buffer.Value)
+				}
 			}
 		}
 	}
@@ -396,7 +304,7 @@ func (t *Trainer) Model() *models.Model { return t.model }
 // Program returns the schedule program the devices run.
 func (t *Trainer) Program() *schedule.Program { return t.program }
 
-// Devices returns the devices, in stage order.
+// Devices returns the devices this process runs, in device order.
 func (t *Trainer) Devices() []tensor.Device { return t.devs }
 
 // Close frees every tensor and stops the devices' threads.
@@ -417,8 +325,10 @@ func (t *Trainer) release() {
 		t.transport.Close()
 	}
 	for _, w := range t.workers {
-		models.ReleaseLayer(w.stage)
-		w.flat.Release()
+		for _, s := range w.owned {
+			models.ReleaseLayer(w.stages[s])
+			w.flats[s].Release()
+		}
 		for s, r := range w.replicas {
 			if r != nil {
 				models.ReleaseLayer(r)

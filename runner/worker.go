@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime/debug"
 
 	"github.com/pipecast/pipecast/datasets"
@@ -14,17 +13,20 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// worker drives one device: it owns the device's stage (and, in coop, the
-// replicas of the stages it predicts with) and interprets the device's
-// ops in order.
+// worker drives one device: it owns the device's stages (one, or in
+// interleaved several; in coop also the replicas of the stages it
+// predicts with) and interprets the device's ops in order.
 type worker struct {
-	t     *Trainer
-	k     int
-	dev   tensor.Device
-	ep    comm.Endpoint
-	ops   []schedule.Op
-	stage *models.Sequential // the stage this device owns and trains
-	flat  *tensor.Tensor     // the stage's parameters, one flat tensor
+	t   *Trainer
+	k   int
+	dev tensor.Device
+	ep  comm.Endpoint
+	ops []schedule.Op
+	// stages[s] is stage s if this device owns and trains it, else nil;
+	// flats[s] holds its parameters as one flat tensor.
+	stages []*models.Sequential
+	flats  []*tensor.Tensor
+	owned  []int // the stages this device owns, in increasing order
 	// replicas[s] is a copy of stage s's weights (coop's prediction
 	// step); nil for the device's own stage and stages it never runs.
 	replicas     []*models.Sequential
@@ -52,24 +54,44 @@ type worker struct {
 	overslept  int64
 }
 
-// stepState is what a device holds during one step, keyed by micro-batch
-// (coop: slice).
+// stepState is what a device holds during one step, keyed by stage and
+// micro-batch (coop: slice).
 type stepState struct {
 	step    int
 	batch   *datasets.Batch
 	raw     *tensor.Tensor // device 0: the mini-batch's inputs, [B, …]
 	shard   *tensor.Tensor // coop: this device's shard of the inputs
-	inputs  map[int]*tensor.Tensor
-	outputs map[int]*tensor.Tensor
-	ctxs    map[int]models.Context
-	dOut    map[int]*tensor.Tensor // gradients of the stage's outputs
-	dIn     map[int]*tensor.Tensor // gradients of the stage's inputs, to send
+	inputs  map[pair]*tensor.Tensor
+	outputs map[pair]*tensor.Tensor
+	ctxs    map[pair]models.Context
+	dOut    map[pair]*tensor.Tensor // gradients of the stages' outputs
+	dIn     map[pair]*tensor.Tensor // gradients of the stages' inputs, to send
+	// weights holds the deferred weight gradients of split backwards,
+	// from each BackwardInput to its BackwardWeight.
+	weights map[pair]models.WeightGrad
 	// coop: predicted[s] is the input of stage s computed from this
 	// device's shard; boundary is the input of the own stage for the
 	// whole mini-batch after the all-to-all.
 	predicted map[int]*tensor.Tensor
 	boundary  *tensor.Tensor
 	loss      float64
+}
+
+// pair identifies a stage's micro-batch (coop: slice).
+type pair struct{ stage, micro int }
+
+// at returns the pair of stage s and micro-batch j.
+func at(s, j int) pair { return pair{s, j} }
+
+// newStepState returns the empty state of a step of batch.
+func newStepState(step int, batch *datasets.Batch) *stepState {
+	return &stepState{
+		step: step, batch: batch,
+		inputs: map[pair]*tensor.Tensor{}, outputs: map[pair]*tensor.Tensor{},
+		ctxs: map[pair]models.Context{}, dOut: map[pair]*tensor.Tensor{}, dIn: map[pair]*tensor.Tensor{},
+		weights:   map[pair]models.WeightGrad{},
+		predicted: map[int]*tensor.Tensor{},
+	}
 }
 
 // micro returns the sample range of micro-batch (or slice) j.
@@ -158,7 +180,6 @@ func (w *worker) takeEvents(start int64) []profiler.Event {
 
 // exec runs one op and returns the bytes it moved between devices.
 func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
-	s := w.step
 	if w.t.fault != nil {
 		if err := w.t.fault(w.k, op); err != nil {
 			return 0, err
@@ -166,83 +187,19 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	}
 	switch op.Kind {
 	case schedule.Forward:
-		lo, _ := w.micro(op.Micro)
-		x := w.input(op.Micro)
-		y, c := w.forward(op, w.stage, w.k, w.pass(op.Keep, lo), x)
-		if op.Keep {
-			s.ctxs[op.Micro] = c
-		}
-		if w.t.last(w.k) || w.t.cfg.Schedule.Name != schedule.Coop {
-			s.outputs[op.Micro] = y
-		} else {
-			y.Release() // coop: the next stage's input came from the prediction
-		}
-		return 0, nil
+		return 0, w.forwardOp(op)
 	case schedule.Recompute:
-		lo, _ := w.micro(op.Micro)
-		p := w.pass(true, lo)
-		// The checkpointed forward already counted this micro-batch in
-		// the running statistics; the recomputation must not count it
-		// again.
-		p.FreezeStats = true
-		y, c := w.forward(op, w.stage, w.k, p, w.input(op.Micro))
-		y.Release()
-		s.ctxs[op.Micro] = c
-		return 0, nil
+		return 0, w.recomputeOp(op)
 	case schedule.Loss:
-		lo, hi := w.micro(op.Micro)
-		logits := take(s.outputs, op.Micro)
-		loss, dl := models.CrossEntropy(w.pass(true, lo), logits, s.batch.LabelsRange(lo, hi), 1/float32(w.t.cfg.Batch))
-		logits.Release()
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			dl.Release()
-			return 0, w.faultf("non-finite loss %v of micro-batch %d: the training diverged (a smaller --lr may help)", loss, op.Micro)
-		}
-		s.loss += loss
-		s.dOut[op.Micro] = dl
-		return 0, nil
-	case schedule.Backward:
-		lo, _ := w.micro(op.Micro)
-		c, ok := s.ctxs[op.Micro]
-		if !ok {
-			return 0, fmt.Errorf("no saved forward for micro-batch %d", op.Micro)
-		}
-		delete(s.ctxs, op.Micro)
-		dy := take(s.dOut, op.Micro)
-		dx := w.backward(op, w.stage, w.k, w.pass(true, lo), c, dy)
-		dy.Release()
-		if in, ok := s.inputs[op.Micro]; ok {
-			in.Release()
-			delete(s.inputs, op.Micro)
-		}
-		if w.k > 0 {
-			s.dIn[op.Micro] = dx
-		} else {
-			dx.Release()
-		}
-		return 0, nil
+		return 0, w.lossOp(op)
+	case schedule.Backward, schedule.BackwardInput:
+		return 0, w.backwardOp(op)
+	case schedule.BackwardWeight:
+		return 0, w.backwardWeightOp(op)
 	case schedule.Send:
-		var t *tensor.Tensor
-		tag := comm.Tag{Step: s.step, Kind: op.What.String(), Stage: op.Stage, Micro: op.Micro}
-		if op.What == schedule.Activation {
-			t = take(s.outputs, op.Micro)
-		} else {
-			t = take(s.dIn, op.Micro)
-		}
-		err := w.ep.Send(ctx, op.Peer, tag, t)
-		t.Release()
-		return t.Bytes(), err
+		return w.send(ctx, op)
 	case schedule.Recv:
-		lo, hi := w.micro(op.Micro)
-		tag := comm.Tag{Step: s.step, Kind: op.What.String(), Stage: op.Stage, Micro: op.Micro}
-		if op.What == schedule.Activation {
-			dst := w.dev.Alloc(tensor.Boundary, w.t.shapeIn(w.k, hi-lo)...)
-			s.inputs[op.Micro] = dst
-			return dst.Bytes(), w.ep.Recv(ctx, op.Peer, tag, dst)
-		}
-		dst := w.dev.Alloc(tensor.Comm, w.t.shapeOut(w.k, hi-lo)...)
-		s.dOut[op.Micro] = dst
-		return dst.Bytes(), w.ep.Recv(ctx, op.Peer, tag, dst)
+		return w.recv(ctx, op)
 	case schedule.Predict:
 		return 0, w.predict(op)
 	case schedule.AllGather:
@@ -250,117 +207,40 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	case schedule.AllToAll:
 		return w.allToAll(ctx)
 	case schedule.Update:
-		if err := w.checkGradients(); err != nil {
-			return 0, err
-		}
-		params := models.Params(w.stage)
-		w.opt.Step(w.dev, params)
-		models.ZeroGrads(w.dev, w.stage)
-		return 0, nil
+		return 0, w.update()
 	}
 	return 0, fmt.Errorf("unknown op %v", op.Kind)
 }
 
-// input returns a view of the stage's input for micro-batch j that the
-// caller must not release (it is released with the step state).
-func (w *worker) input(j int) *tensor.Tensor {
+// send posts the output (activation) or the input's gradient of stage
+// op.Stage for micro-batch op.Micro to device op.Peer.
+func (w *worker) send(ctx context.Context, op schedule.Op) (int64, error) {
 	s := w.step
-	if in, ok := s.inputs[j]; ok {
-		return in
+	tag := comm.Tag{Step: s.step, Kind: op.What.String(), Stage: op.Stage, Micro: op.Micro}
+	held := s.outputs
+	if op.What == schedule.Gradient {
+		held = s.dIn
 	}
-	lo, hi := w.micro(j)
-	var whole *tensor.Tensor
-	switch {
-	case w.k == 0:
-		whole = s.raw
-	case s.boundary != nil:
-		whole = s.boundary
-	default:
-		panic(fmt.Sprintf("runner: no input for stage %d micro-batch %d", w.k, j))
-	}
-	v := whole.Slice(lo, hi)
-	s.inputs[j] = v
-	return v
+	t := take(held, at(op.Stage, op.Micro))
+	err := w.ep.Send(ctx, op.Peer, tag, t)
+	t.Release()
+	return t.Bytes(), err
 }
 
-// predict runs stage op.Stage's forward on this device's shard without
-// keeping activations (coop's prediction step), with the stage's own
-// weights or the replica the all-gather filled.
-func (w *worker) predict(op schedule.Op) error {
+// recv receives what device op.Peer sent: the input of stage op.Stage+1,
+// or the gradient of stage op.Stage−1's output.
+func (w *worker) recv(ctx context.Context, op schedule.Op) (int64, error) {
 	s := w.step
-	layer := w.replicas[op.Stage]
-	if op.Stage == w.k {
-		layer = w.stage
+	lo, hi := w.micro(op.Micro)
+	tag := comm.Tag{Step: s.step, Kind: op.What.String(), Stage: op.Stage, Micro: op.Micro}
+	if op.What == schedule.Activation {
+		dst := w.dev.Alloc(tensor.Boundary, w.t.shapeIn(op.Stage+1, hi-lo)...)
+		s.inputs[at(op.Stage+1, op.Micro)] = dst
+		return dst.Bytes(), w.ep.Recv(ctx, op.Peer, tag, dst)
 	}
-	if layer == nil {
-		return fmt.Errorf("no weights for stage %d", op.Stage)
-	}
-	x := s.shard
-	if op.Stage > 0 {
-		x = s.predicted[op.Stage]
-	}
-	shardSize := w.t.cfg.Batch / w.t.cfg.Schedule.Devices
-	p := w.pass(false, op.Shard*shardSize)
-	p.FreezeStats = true // replicas never touch running statistics
-	y, _ := w.forward(op, layer, op.Stage, p, x)
-	w.dev.Retag(y, tensor.Boundary)
-	// x stays: every predicted boundary goes out in the all-to-all, which
-	// releases them all.
-	s.predicted[op.Stage+1] = y
-	return nil
-}
-
-// allGather shares the weights of the stages in op.Stages: this device
-// contributes its own stage's flat weights if listed and receives the
-// others into its replicas.
-func (w *worker) allGather(ctx context.Context, op schedule.Op) (int64, error) {
-	k := w.t.cfg.Schedule.Devices
-	var local *tensor.Tensor
-	dsts := make([]*tensor.Tensor, k)
-	var received int64
-	for _, st := range op.Stages {
-		if st == w.k {
-			local = w.flat
-			continue
-		}
-		dsts[st] = w.replicaFlats[st]
-		received += dsts[st].Bytes()
-	}
-	tag := comm.Tag{Step: w.step.step, Kind: "weights", Stage: schedule.None, Micro: schedule.None}
-	return received, w.ep.AllGather(ctx, tag, local, dsts)
-}
-
-// allToAll sends each predicted boundary to the device that owns its
-// stage and gathers this stage's input for the whole mini-batch.
-func (w *worker) allToAll(ctx context.Context) (int64, error) {
-	s := w.step
-	k := w.t.cfg.Schedule.Devices
-	shard := w.t.cfg.Batch / k
-	parts := make([]*tensor.Tensor, k)
-	for st := 1; st < k; st++ {
-		parts[st] = s.predicted[st]
-	}
-	dsts := make([]*tensor.Tensor, k)
-	var received int64
-	if w.k > 0 {
-		s.boundary = w.dev.Alloc(tensor.Boundary, w.t.shapeIn(w.k, w.t.cfg.Batch)...)
-		for p := range dsts {
-			dsts[p] = s.boundary.Slice(p*shard, (p+1)*shard)
-			if p != w.k {
-				received += dsts[p].Bytes()
-			}
-		}
-	}
-	tag := comm.Tag{Step: s.step, Kind: "boundary", Stage: schedule.None, Micro: schedule.None}
-	err := w.ep.AllToAll(ctx, tag, parts, dsts)
-	for _, d := range dsts {
-		d.Release()
-	}
-	for st, t := range s.predicted {
-		t.Release()
-		delete(s.predicted, st)
-	}
-	return received, err
+	dst := w.dev.Alloc(tensor.Comm, w.t.shapeOut(op.Stage-1, hi-lo)...)
+	s.dOut[at(op.Stage-1, op.Micro)] = dst
+	return dst.Bytes(), w.ep.Recv(ctx, op.Peer, tag, dst)
 }
 
 // releaseStep frees whatever the step still holds, after success or
@@ -370,15 +250,23 @@ func (w *worker) releaseStep() {
 	if s == nil {
 		return
 	}
-	for _, m := range []map[int]*tensor.Tensor{s.inputs, s.outputs, s.dOut, s.dIn, s.predicted} {
+	for _, m := range []map[pair]*tensor.Tensor{s.inputs, s.outputs, s.dOut, s.dIn} {
 		for j, t := range m {
 			t.Release()
 			delete(m, j)
 		}
 	}
+	for st, t := range s.predicted {
+		t.Release()
+		delete(s.predicted, st)
+	}
 	for j, c := range s.ctxs {
 		c.Release()
 		delete(s.ctxs, j)
+	}
+	for j, wg := range s.weights {
+		wg.Release()
+		delete(s.weights, j)
 	}
 	s.raw.Release()
 	s.shard.Release()
@@ -388,10 +276,10 @@ func (w *worker) releaseStep() {
 
 // take removes and returns m[j], panicking if the program did not
 // produce it: a program the checker accepted always does.
-func take(m map[int]*tensor.Tensor, j int) *tensor.Tensor {
+func take(m map[pair]*tensor.Tensor, j pair) *tensor.Tensor {
 	t, ok := m[j]
 	if !ok {
-		panic(fmt.Sprintf("runner: nothing held for micro-batch %d", j))
+		panic(fmt.Sprintf("runner: nothing held for stage %d micro-batch %d", j.stage, j.micro))
 	}
 	delete(m, j)
 	return t

@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"math/rand/v2"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner/comm"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// Placement: which device holds which stage's weights, and the shapes of
+// the tensors that cross between stages.
+
+// place opens the devices and builds every worker's stages and replicas.
+func (t *Trainer) place() error {
+	k := len(t.program.Devices)
+	stages := t.program.Stages
+	// The initial weights: one model built as a single device would build
+	// it, from the seed, then copied stage by stage.
+	host, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: k, Threads: t.cfg.Threads})
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	// A symbolic device (the meta backend's) holds no values, so
+	// initialisation draws would be pointless there.
+	var rng *rand.Rand
+	if !tensor.IsSymbolic(host) {
+		rng = rand.New(rand.NewPCG(t.cfg.Seed, 0x77656967687473))
+	}
+	init, err := models.Build(host, t.cfg.Model, t.cfg.ModelConfig, rng)
+	if err != nil {
+		return err
+	}
+	defer init.Release()
+	coop := t.cfg.Schedule.Name == schedule.Coop
+	local := make([]int, k) // the devices this process runs
+	for d := range local {
+		local[d] = d
+	}
+	if t.group != nil {
+		local = []int{t.group.Rank()}
+	} else {
+		t.transport = comm.NewInProcessTransport(k)
+	}
+	for _, d := range local {
+		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
+		if err != nil {
+			return err
+		}
+		t.devs = append(t.devs, dev)
+		var ep comm.Endpoint = t.group
+		if t.transport != nil {
+			ep = t.transport.Endpoint(d)
+		}
+		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
+		t.workers = append(t.workers, w)
+		w.owned = t.program.StagesOf(d)
+		w.stages = make([]*models.Sequential, stages)
+		w.flats = make([]*tensor.Tensor, stages)
+		for _, s := range w.owned {
+			if w.stages[s], w.flats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
+				return err
+			}
+			if err := models.CopyState(w.stages[s], init.Stage(t.bounds[s], t.bounds[s+1])); err != nil {
+				return err
+			}
+		}
+		w.replicas = make([]*models.Sequential, stages)
+		w.replicaFlats = make([]*tensor.Tensor, stages)
+		if coop {
+			for s := 0; s < k-1; s++ {
+				if s == d {
+					continue
+				}
+				// Replicas are weights too: the all-gather fills them
+				// before every prediction step.
+				if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
+					return err
+				}
+			}
+		}
+		dev.ResetPeak()
+	}
+	return nil
+}
+
+// materialize builds stage s's layers with zeroed storage on dev.
+func (t *Trainer) materialize(s int, dev tensor.Device, cat tensor.Category) (*models.Sequential, *tensor.Tensor, error) {
+	m, err := models.Describe(t.cfg.Model, t.cfg.ModelConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	stage := m.Stage(t.bounds[s], t.bounds[s+1])
+	return stage, models.Materialize(stage, dev, cat), nil
+}
+
+// shapeIn returns the shape of n samples of stage k's input.
+func (t *Trainer) shapeIn(k, n int) tensor.Shape {
+	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k]].In...)
+}
+
+// shapeOut returns the shape of n samples of stage k's output.
+func (t *Trainer) shapeOut(k, n int) tensor.Shape {
+	return append(tensor.Shape{n}, t.model.Blocks[t.bounds[k+1]-1].Out...)
+}
+
+// last reports whether stage s is the model's last.
+func (t *Trainer) last(s int) bool { return s == t.program.Stages-1 }

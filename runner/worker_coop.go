@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pipecast/pipecast/runner/comm"
+	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/tensor"
+)
+
+// The cooperative schedule's ops: the prediction step, the weights'
+// all-gather and the boundaries' all-to-all.
+
+// predict runs stage op.Stage's forward on this device's shard without
+// keeping activations (coop's prediction step), with the stage's own
+// weights or the replica the all-gather filled.
+func (w *worker) predict(op schedule.Op) error {
+	s := w.step
+	layer := w.replicas[op.Stage]
+	if op.Stage == w.k {
+		layer = w.stages[w.k]
+	}
+	if layer == nil {
+		return fmt.Errorf("no weights for stage %d", op.Stage)
+	}
+	x := s.shard
+	if op.Stage > 0 {
+		x = s.predicted[op.Stage]
+	}
+	shardSize := w.t.cfg.Batch / w.t.cfg.Schedule.Devices
+	p := w.pass(false, op.Shard*shardSize)
+	p.FreezeStats = true // replicas never touch running statistics
+	y, _ := w.forward(op, layer, op.Stage, p, x)
+	w.dev.Retag(y, tensor.Boundary)
+	// x stays: every predicted boundary goes out in the all-to-all, which
+	// releases them all.
+	s.predicted[op.Stage+1] = y
+	return nil
+}
+
+// allGather shares the weights of the stages in op.Stages: this device
+// contributes its own stage's flat weights if listed and receives the
+// others into its replicas.
+func (w *worker) allGather(ctx context.Context, op schedule.Op) (int64, error) {
+	k := w.t.cfg.Schedule.Devices
+	var local *tensor.Tensor
+	dsts := make([]*tensor.Tensor, k)
+	var received int64
+	for _, st := range op.Stages {
+		if st == w.k {
+			local = w.flats[w.k]
+			continue
+		}
+		dsts[st] = w.replicaFlats[st]
+		received += dsts[st].Bytes()
+	}
+	tag := comm.Tag{Step: w.step.step, Kind: "weights", Stage: schedule.None, Micro: schedule.None}
+	return received, w.ep.AllGather(ctx, tag, local, dsts)
+}
+
+// allToAll sends each predicted boundary to the device that owns its
+// stage and gathers this stage's input for the whole mini-batch.
+func (w *worker) allToAll(ctx context.Context) (int64, error) {
+	s := w.step
+	k := w.t.cfg.Schedule.Devices
+	shard := w.t.cfg.Batch / k
+	parts := make([]*tensor.Tensor, k)
+	for st := 1; st < k; st++ {
+		parts[st] = s.predicted[st]
+	}
+	dsts := make([]*tensor.Tensor, k)
+	var received int64
+	if w.k > 0 {
+		s.boundary = w.dev.Alloc(tensor.Boundary, w.t.shapeIn(w.k, w.t.cfg.Batch)...)
+		for p := range dsts {
+			dsts[p] = s.boundary.Slice(p*shard, (p+1)*shard)
+			if p != w.k {
+				received += dsts[p].Bytes()
+			}
+		}
+	}
+	tag := comm.Tag{Step: s.step, Kind: "boundary", Stage: schedule.None, Micro: schedule.None}
+	err := w.ep.AllToAll(ctx, tag, parts, dsts)
+	for _, d := range dsts {
+		d.Release()
+	}
+	for st, t := range s.predicted {
+		t.Release()
+		delete(s.predicted, st)
+	}
+	return received, err
+}
