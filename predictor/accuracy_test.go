@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -163,7 +164,7 @@ func checkDevicesFromSingleDevice(t *testing.T, recs []profiler.Record, label st
 	}
 	logValidation(t, v)
 	all := overall(v)
-	checkBars(t, []bar{
+	bars := []bar{
 		// 4.3 % and 9.1 % on the committed records, within the runs' own
 		// spread (9.2 %). Blocks still run 1–7 % faster in the K = 2 runs
 		// than in the K = 1 runs, which the K = 1 records cannot show;
@@ -172,10 +173,14 @@ func checkDevicesFromSingleDevice(t *testing.T, recs []profiler.Record, label st
 		{name: label + "K=1 → K=2: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
 		{name: label + "K=1 → K=2: max error", got: all.MaxErr, limit: 0.10, enforced: true},
 		{name: label + "K=1 → K=2: Kendall τ", got: all.KendallTau, limit: 0.9, atLeast: true, enforced: true},
-		{name: label + "K=1 → K=2: gpipe-vs-coop winners agreeing", got: winnerAgreement(v), limit: 1, atLeast: true, enforced: true},
 		{name: label + "K=1 → K=2: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: label + "K=1 → K=2: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
-	})
+	}
+	// A dataset without both gpipe and coop runs has no winner to pick.
+	if agree := winnerAgreement(v); !math.IsNaN(agree) || len(v.Winners) > 0 {
+		bars = append(bars, bar{name: label + "K=1 → K=2: gpipe-vs-coop winners agreeing", got: agree, limit: 1, atLeast: true, enforced: true})
+	}
+	checkBars(t, bars)
 }
 
 func TestAccuracyOtherHoldouts(t *testing.T) {
@@ -251,6 +256,18 @@ const liveSmokeBound = 0.5
 // and its median says nothing about the predictor.
 const liveDisturbed = 0.25
 
+// stepSpread returns (max − min)/median of a record's step times.
+func stepSpread(r profiler.Record) float64 {
+	var ws []float64
+	for _, s := range r.Steps {
+		ws = append(ws, float64(s.WallNanos))
+	}
+	if len(ws) == 0 {
+		return 0
+	}
+	return (slices.Max(ws) - slices.Min(ws)) / profiler.Median(ws)
+}
+
 func TestAccuracyLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a few small runs live (about 20 s on two cores)")
@@ -258,6 +275,13 @@ func TestAccuracyLive(t *testing.T) {
 	// A part of the dataset measured on this machine, so that a machine
 	// unlike the one that measured the committed records is checked too.
 	train := measureRuns(t, validationConfigs([]string{"resnet50"}, []int{1}, []int{2, 4}), validationOptions, nil)
+	for _, r := range train {
+		// A disturbed K = 1 run skews the fit of every forecast: another
+		// test package running beside this one is enough.
+		if s := stepSpread(r); s > liveDisturbed {
+			t.Skipf("%s K=1 M=%d: steps spread %.0f %%: the fitted runs were disturbed by other work on the machine", r.Config.Schedule, r.Config.Micro, 100*s)
+		}
+	}
 	var test []profiler.Record
 	for _, r := range measureRuns(t, validationConfigs([]string{"resnet50"}, []int{2}, []int{4}), validationOptions, nil) {
 		if r.Config.Schedule == schedule.GPipe || r.Config.Schedule == schedule.Coop {

@@ -86,6 +86,7 @@ func baselineRow(c baselineConfig) []float64 {
 	return []float64{
 		k, m, samples, 1 / samples, (k - 1) / m, b, c.stageMaxParams, c.macsPerSample * b,
 		onehot(schedule.GPipe), onehot(schedule.Coop), onehot(schedule.OneF1B), onehot(schedule.Single), ckpt,
+		onehot(schedule.Interleaved), onehot(schedule.ZBH1), onehot(schedule.ZBH2),
 	}
 }
 
@@ -254,7 +255,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 	if byCost.Balance == config.BalanceTime {
 		byCost.Balance = config.BalanceMACs // the baseline knows no block times
 	}
-	bounds, err := byCost.Partition(costs.model, s.Devices, nil)
+	bounds, err := byCost.Partition(costs.model, cfg.Stages(), nil)
 	if err != nil {
 		return 0, fmt.Errorf("baseline: %w", err)
 	}
@@ -262,7 +263,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 		k: s.Devices, micro: s.Micro, batch: cfg.Batch, sched: s.Name,
 		checkpointed: s.Name == schedule.GPipe && s.Checkpoint != schedule.Never,
 	}
-	for st := 0; st < s.Devices; st++ {
+	for st := 0; st+1 < len(bounds); st++ {
 		var p float64
 		for i := bounds[st]; i < bounds[st+1]; i++ {
 			p += costs.params[i]

@@ -37,6 +37,8 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
 		case schedule.Coop:
 			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
+		case schedule.Interleaved:
+			s.VirtualStages = appendNew(s.VirtualStages, c.Virtual)
 		}
 		balances = appendNew(balances, c.Balance)
 	}
@@ -52,6 +54,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	if len(s.Prefetch) == 0 {
 		s.Prefetch = []int{1}
 	}
+	slices.Sort(s.VirtualStages)
 	if len(balances) == 1 {
 		s.Balance = config.Balance(balances[0])
 	}

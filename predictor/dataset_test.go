@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,6 +57,17 @@ const validationRepeats = 5
 // deterministic, so that a forecast is tested on the partition the
 // measured run used rather than on the noise of a time-balanced one.
 func validationConfigs(names []string, devices, micro []int) []config.Config {
+	return scheduleConfigs(names, devices, micro, validationSchedules)
+}
+
+// validationSchedules are the schedules of the validation dataset (and
+// of the datasets measured like it): those the runner had when it was
+// recorded.
+var validationSchedules = []string{schedule.Single, schedule.GPipe, schedule.Coop, schedule.OneF1B}
+
+// scheduleConfigs is validationConfigs for the given schedules, with
+// interleaved at v = 2.
+func scheduleConfigs(names []string, devices, micro []int, schedules []string) []config.Config {
 	var out []config.Config
 	for _, name := range names {
 		for _, k := range devices {
@@ -63,13 +75,16 @@ func validationConfigs(names []string, devices, micro []int) []config.Config {
 				if name == "resnet50" && 16/m < 2 {
 					continue
 				}
-				for _, s := range schedule.Names() {
+				for _, s := range schedules {
 					if s == schedule.Single && k != 1 {
 						continue
 					}
 					opts := schedule.Options{Name: s, Devices: k, Micro: m, Checkpoint: schedule.ExceptLast}
-					if s == schedule.Coop {
+					switch s {
+					case schedule.Coop:
 						opts.Prefetch = 1
+					case schedule.Interleaved:
+						opts.Virtual = 2
 					}
 					out = append(out, config.Config{
 						Model:       name,
@@ -114,9 +129,10 @@ func measureRuns(t testing.TB, cfgs []config.Config, opts runner.RunOptions, eac
 	return recs
 }
 
-// stripBlockEvents drops the per-block events of a record: the predictor
-// reads block times from "blocks", and the per-block events would make the
-// committed dataset ten times larger.
+// stripBlockEvents drops the per-block events and the memory tracks of a
+// record: the predictor reads block times from "blocks" and memory from
+// the meta backend, and the per-block events would make the committed
+// dataset ten times larger, the memory tracks twice.
 func stripBlockEvents(rec profiler.Record) profiler.Record {
 	events := rec.Events[:0:0]
 	for _, e := range rec.Events {
@@ -125,6 +141,10 @@ func stripBlockEvents(rec profiler.Record) profiler.Record {
 		}
 	}
 	rec.Events = events
+	rec.Devices = slices.Clone(rec.Devices)
+	for i := range rec.Devices {
+		rec.Devices[i].MemoryTrack = nil
+	}
 	return rec
 }
 

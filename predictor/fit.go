@@ -29,7 +29,14 @@ const (
 var transferKinds = [...]string{TransferP2P, TransferAllGather, TransferAllToAll}
 
 // phaseNames are the phases as record events and reports name them.
-var phaseNames = [...]string{PhaseForward: "forward", PhaseBackward: "backward", PhaseRecompute: "recompute", PhasePredict: "predict"}
+var phaseNames = [...]string{PhaseForward: "forward", PhaseBackward: "backward", PhaseRecompute: "recompute", PhasePredict: "predict",
+	PhaseBackwardInput: "backward-input", PhaseBackwardWeight: "backward-weight"}
+
+// splitShare is the share of a block's backward line that a split phase
+// falls back to when no record measured it: half each, as a convolution's
+// or a linear layer's input gradient and weight gradient cost the same
+// multiply-accumulates.
+const splitShare = 0.5
 
 // String returns the phase's op name ("forward", …).
 func (p Phase) String() string {
@@ -85,7 +92,8 @@ type blockFit struct {
 // samples. Recompute and predict fall back to the forward line when they
 // were never measured (a recompute is a forward; a prediction is a
 // forward that keeps no activations, so the forward line is a slight
-// overestimate); Reports names every such fallback. Block returns an
+// overestimate), and the halves of a split backward to half the
+// backward line each; Reports names every such fallback. Block returns an
 // error for a block, or a forward or backward phase, the records never
 // measured.
 func (c *CostModel) Block(block int, phase Phase, samples int) (float64, error) {
@@ -270,12 +278,20 @@ func (c *CostModel) fitBlocks(d *fitData) error {
 				bf.lines[p], bf.have[p], bf.fallback[p] = bf.lines[PhaseForward], true, true
 			}
 		}
+		for _, p := range []Phase{PhaseBackwardInput, PhaseBackwardWeight} {
+			if !bf.have[p] && bf.have[PhaseBackward] {
+				bf.lines[p], bf.have[p], bf.fallback[p] = bf.lines[PhaseBackward].scaled(splitShare), true, true
+			}
+		}
 		for p := range phaseNames {
 			if !bf.have[p] {
 				continue
 			}
 			name := fmt.Sprintf("block %s %s", bf.name, Phase(p))
-			if bf.fallback[p] {
+			switch {
+			case bf.fallback[p] && (Phase(p) == PhaseBackwardInput || Phase(p) == PhaseBackwardWeight):
+				name += " (never measured: half of backward's line)"
+			case bf.fallback[p]:
 				name += " (never measured: forward's line)"
 			}
 			c.reports = append(c.reports, FitReport{Name: name, Variable: "samples", Unit: "ns", Line: bf.lines[p]})

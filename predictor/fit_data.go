@@ -82,7 +82,8 @@ func (d *fitData) add(r *profiler.Record) error {
 			m = float64(micro)
 		}
 		ph := &d.blocks[bt.Block]
-		for p, ns := range [...]int64{bt.ForwardNanos, bt.BackwardNanos, bt.RecomputeNanos} {
+		for p, ns := range [...]int64{PhaseForward: bt.ForwardNanos, PhaseBackward: bt.BackwardNanos, PhaseRecompute: bt.RecomputeNanos,
+			PhaseBackwardInput: bt.BackwardInputNanos, PhaseBackwardWeight: bt.BackwardWeightNanos} {
 			if ns > 0 {
 				ph[p].add(m, float64(ns))
 			}
@@ -144,7 +145,7 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 		e := &r.Events[i]
 		dur := e.EndNanos - e.StartNanos
 		switch e.Op {
-		case "forward", "backward", "recompute", "predict":
+		case "forward", "backward", "recompute", "predict", "backward-input", "backward-weight":
 			g := opGroup{e.Step, e.Device, e.Stage, e.Micro, e.Shard, e.Op}
 			if e.Block >= 0 {
 				if pendingN == 0 || g != pending {
@@ -178,7 +179,15 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 			if e.Stage < 0 || e.Stage >= len(r.Partition) {
 				return fmt.Errorf("update event of stage %d with %d stages", e.Stage, len(r.Partition))
 			}
-			d.update.add(float64(r.Partition[e.Stage].Params), float64(dur))
+			// The update steps every stage the device owns (several in
+			// interleaved).
+			var params int64
+			for _, st := range r.Partition {
+				if st.Device == e.Device {
+					params += st.Params
+				}
+			}
+			d.update.add(float64(params), float64(dur))
 		}
 	}
 	for _, e := range ends {

@@ -14,7 +14,7 @@ import (
 
 // scaledOps are the op kinds whose price the fitted scales correct: the
 // ops priced from the block, loss and update fits.
-var scaledOps = [...]string{"forward", "backward", "recompute", "predict", "loss", "update"}
+var scaledOps = [...]string{"forward", "backward", "recompute", "predict", "backward-input", "backward-weight", "loss", "update"}
 
 // opScale is one op kind's fitted scale: the median ratio at each
 // micro-batch size the records measured, in increasing order of size,
@@ -124,9 +124,13 @@ func (c *CostModel) fitScales(recs []*profiler.Record) {
 	}
 	for _, op := range scaledOps {
 		byK, note := ratios[op], ""
-		if len(byK) == 0 && (op == "recompute" || op == "predict") && len(ratios["forward"]) > 0 {
+		split := op == "backward-input" || op == "backward-weight"
+		switch {
+		case len(byK) == 0 && (op == "recompute" || op == "predict") && len(ratios["forward"]) > 0:
 			byK, note = ratios["forward"], " (never measured: forward's)"
-		} else if op == "recompute" {
+		case len(byK) == 0 && split && len(ratios["backward"]) > 0:
+			byK, note = ratios["backward"], " (never measured: backward's)"
+		case op == "recompute":
 			byK, note = withRatiosOf(byK, ratios["forward"]), " (with forward's)"
 		}
 		if len(byK) == 0 {

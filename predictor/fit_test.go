@@ -521,8 +521,8 @@ func TestFitDataTransfersAndReports(t *testing.T) {
 		}
 		t.Logf("%-55s a=%-10.4g b=%-10.4g n=%-4d rmse=%-10.4g max rel %.3f", r.Name, r.Line.Intercept, r.Line.Slope, r.Line.Points, r.Line.RMSE, r.Line.MaxRelErr)
 	}
-	if want := 4 * nb; blockReports != want {
-		t.Errorf("got %d block reports, want %d (%d blocks × 4 phases)", blockReports, want, nb)
+	if want := 6 * nb; blockReports != want {
+		t.Errorf("got %d block reports, want %d (%d blocks × 6 phases)", blockReports, want, nb)
 	}
 	if c.Loss(4) <= 0 || c.Update(1e6) <= 0 {
 		t.Errorf("loss(4) %g, update(1e6) %g: want positive", c.Loss(4), c.Update(1e6))

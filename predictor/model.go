@@ -58,6 +58,10 @@ const (
 	PhaseBackward
 	PhaseRecompute
 	PhasePredict
+	// PhaseBackwardInput and PhaseBackwardWeight are the halves of a
+	// split backward (the zero-bubble schedules' B and W).
+	PhaseBackwardInput
+	PhaseBackwardWeight
 )
 
 // Line is a fitted t = Intercept + Slope·x with its residuals, as every
@@ -74,6 +78,12 @@ type Line struct {
 
 // At evaluates the line.
 func (l Line) At(x float64) float64 { return l.Intercept + l.Slope*x }
+
+// scaled returns the line times f, its residuals scaled alike.
+func (l Line) scaled(f float64) Line {
+	l.Intercept, l.Slope, l.RMSE = l.Intercept*f, l.Slope*f, l.RMSE*f
+	return l
+}
 
 // FitReport names one fitted primitive for users: what it predicts, the
 // variable, and the line.

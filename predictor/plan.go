@@ -20,6 +20,11 @@ import (
 // (least memory) and the next, which fills more of the bubble.
 var PlanPrefetch = []int{1, 2}
 
+// PlanVirtual are the interleaved chunk counts per device a plan tries:
+// Megatron-LM's usual two, and four, each shrinking the bubble further
+// for more transfers.
+var PlanVirtual = []int{2, 4}
+
 // PlanCheckpoints are the gpipe checkpoint modes a plan tries, from the
 // least recompute to the least memory.
 var PlanCheckpoints = []schedule.Checkpoint{schedule.Never, schedule.ExceptLast, schedule.Always}
@@ -32,6 +37,9 @@ type PlanSpace struct {
 	Base      config.Config
 	Micro     []int
 	Schedules []string // nil: every schedule of the runner
+	// Virtual are interleaved's chunk counts per device (nil:
+	// PlanVirtual).
+	Virtual []int
 }
 
 // PlanSkip counts the configurations of one kind that a plan left out,
@@ -44,7 +52,8 @@ type PlanSkip struct {
 // Configs returns the configurations of s that can run, in schedule,
 // option and micro-batch order, and what it left out by kind: micro-batch
 // counts the batch does not split into, coop where the batch does not
-// split into K shards. single is left out without a note where K > 1.
+// split into K shards, interleaved where K·v stages are more than the
+// model has blocks. single is left out without a note where K > 1.
 // Any other rule that a configuration breaks is returned as an error.
 func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 	names := s.Schedules
@@ -59,14 +68,14 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 		if name == schedule.Single && k > 1 {
 			continue
 		}
-		for _, opts := range planOptions(name) {
+		for _, opts := range s.planOptions(name) {
 			for _, m := range s.Micro {
 				cfg := s.Base
 				cfg.Schedule = opts
 				cfg.Schedule.Devices, cfg.Schedule.Micro = k, m
 				var inv *config.InvalidError
 				switch err := cfg.Validate(); {
-				case errors.As(err, &inv) && inv.Rule.Misfit():
+				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && name == schedule.Interleaved):
 					if skips[inv.Rule] == nil {
 						skips[inv.Rule] = &PlanSkip{Reason: planSkipReason(inv.Rule, cfg)}
 						order = append(order, inv.Rule)
@@ -88,7 +97,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 }
 
 // planOptions are the option sets of a schedule that a plan tries.
-func planOptions(name string) []schedule.Options {
+func (s PlanSpace) planOptions(name string) []schedule.Options {
 	switch name {
 	case schedule.GPipe:
 		var out []schedule.Options
@@ -102,6 +111,16 @@ func planOptions(name string) []schedule.Options {
 			out = append(out, schedule.Options{Name: name, Prefetch: d})
 		}
 		return out
+	case schedule.Interleaved:
+		var out []schedule.Options
+		virtual := s.Virtual
+		if virtual == nil {
+			virtual = PlanVirtual
+		}
+		for _, v := range virtual {
+			out = append(out, schedule.Options{Name: name, Virtual: v})
+		}
+		return out
 	}
 	return []schedule.Options{{Name: name}}
 }
@@ -113,6 +132,8 @@ func planSkipReason(r config.Rule, cfg config.Config) string {
 		return fmt.Sprintf("micro-batch counts that batch %d does not split into equally", cfg.Batch)
 	case config.RuleShards:
 		return fmt.Sprintf("coop, whose batch %d does not split into %d equal shards", cfg.Batch, cfg.Schedule.Devices)
+	case config.RuleStages:
+		return fmt.Sprintf("interleaved chunk counts that cut %s into more stages than its blocks", cfg.Model)
 	}
 	return "single at K > 1"
 }

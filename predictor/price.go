@@ -98,6 +98,10 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 		err = s.priceBlocks(p, o, PhaseRecompute, mb)
 	case schedule.Backward:
 		err = s.priceBlocks(p, o, PhaseBackward, mb)
+	case schedule.BackwardInput:
+		err = s.priceBlocks(p, o, PhaseBackwardInput, mb)
+	case schedule.BackwardWeight:
+		err = s.priceBlocks(p, o, PhaseBackwardWeight, mb)
 	case schedule.Predict:
 		err = s.priceBlocks(p, o, PhasePredict, s.cfg.Batch/s.cfg.Schedule.Devices)
 	case schedule.Loss:
@@ -109,10 +113,13 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	case schedule.AllGather, schedule.AllToAll:
 		p.nanos = s.c.Transfer(o.Kind.String(), bytes)
 	case schedule.Update:
-		lo, hi := s.cfg.Bounds[o.Stage], s.cfg.Bounds[o.Stage+1]
+		// The update steps every stage the device owns, as the fit
+		// measured it.
 		var params int64
-		for _, b := range s.model.Blocks[lo:hi] {
-			params += b.Cost.Params
+		for _, st := range s.prog.StagesOf(s.prog.Owners[o.Stage]) {
+			for _, b := range s.model.Blocks[s.cfg.Bounds[st]:s.cfg.Bounds[st+1]] {
+				params += b.Cost.Params
+			}
 		}
 		p.nanos = s.c.Update(params)
 	default:
@@ -137,7 +144,7 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 	for b := lo; b < hi; b++ {
 		p.blocks = append(p.blocks, b)
 	}
-	if phase == PhaseBackward {
+	if phase == PhaseBackward || phase == PhaseBackwardInput || phase == PhaseBackwardWeight {
 		slices.Reverse(p.blocks)
 	}
 	for _, b := range p.blocks {
