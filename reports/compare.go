@@ -23,6 +23,7 @@ type compareKey struct {
 	batch                    int
 	schedule, checkpoint     string
 	prefetch, devices, micro int
+	virtual                  int
 	threads                  int
 	backend                  string
 }
@@ -31,7 +32,7 @@ func compareKeyOf(r *profiler.Record) compareKey {
 	c := r.Config
 	return compareKey{
 		model: c.Model, image: c.Image, classes: c.Classes, width: c.Width, batch: c.Batch,
-		schedule: c.Schedule, checkpoint: c.Checkpoint, prefetch: c.Prefetch,
+		schedule: c.Schedule, checkpoint: c.Checkpoint, prefetch: c.Prefetch, virtual: c.Virtual,
 		devices: c.Devices, micro: c.Micro, threads: c.Threads, backend: r.Env.Backend,
 	}
 }
@@ -75,25 +76,26 @@ func CompareTable(a, b []profiler.Record, opts CompareOptions) *Table {
 		nameB = "B"
 	}
 	ia, ib := compareIndex(a), compareIndex(b)
+	virtual := hasVirtualStages(a, b)
 	t := &Table{
 		Title:   fmt.Sprintf("Compare A: %s (%d runs) with B: %s (%d runs)", nameA, len(a), nameB, len(b)),
-		Columns: compareColumns(),
+		Columns: compareColumns(virtual),
 	}
 	var onlyA, onlyB int
 	for _, k := range ia.order {
 		if rb, ok := ib.first[k]; ok {
-			t.Rows = append(t.Rows, compareRow(ia.first[k], rb, ""))
+			t.Rows = append(t.Rows, compareRow(ia.first[k], rb, "", virtual))
 		}
 	}
 	for _, k := range ia.order {
 		if _, ok := ib.first[k]; !ok {
-			t.Rows = append(t.Rows, compareRow(ia.first[k], nil, "A"))
+			t.Rows = append(t.Rows, compareRow(ia.first[k], nil, "A", virtual))
 			onlyA++
 		}
 	}
 	for _, k := range ib.order {
 		if _, ok := ia.first[k]; !ok {
-			t.Rows = append(t.Rows, compareRow(nil, ib.first[k], "B"))
+			t.Rows = append(t.Rows, compareRow(nil, ib.first[k], "B", virtual))
 			onlyB++
 		}
 	}
@@ -104,9 +106,9 @@ func CompareTable(a, b []profiler.Record, opts CompareOptions) *Table {
 // compareColumns returns the columns of the comparison. On a narrow
 // terminal (Table.Fit) the backend, threads and batch fold first, then
 // the absolute peaks and step times; the configuration and the ratios
-// stay.
-func compareColumns() []Column {
-	return append(configColumns(), []Column{
+// stay. virtual adds interleaved's virtual stages.
+func compareColumns(virtual bool) []Column {
+	return append(configColumns(virtual), []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 7},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
 		{Key: "backend", Header: "backend", Fold: 9},
@@ -121,8 +123,9 @@ func compareColumns() []Column {
 }
 
 // compareRow returns the row of a configuration: ra and rb are its runs
-// in A and B, one of them nil when only marks the dataset that holds it.
-func compareRow(ra, rb *profiler.Record, only string) []Cell {
+// in A and B, one of them nil when only marks the dataset that holds it;
+// virtual is whether the table has the virtual stages' column.
+func compareRow(ra, rb *profiler.Record, only string, virtual bool) []Cell {
 	r := ra
 	if r == nil {
 		r = rb
@@ -134,7 +137,7 @@ func compareRow(ra, rb *profiler.Record, only string) []Cell {
 	}
 	stepA, stepB, stepRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.StepNanosMedian }, FormatNanos)
 	peakA, peakB, peakRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.PeakBytesMax }, FormatBytes)
-	return append(configCells(c, ""),
+	return append(configCells(c, "", virtual),
 		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		String(r.Env.Backend),
 		stepA, stepB, stepRatio, peakA, peakB, peakRatio,

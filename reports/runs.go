@@ -34,13 +34,14 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	// for it appears only beside predicted records, so that tables of
 	// measured runs keep their shape.
 	predicted := slices.ContainsFunc(recs, func(r profiler.Record) bool { return r.Kind == profiler.KindPredicted })
-	t := &Table{Title: opts.Title, Columns: runsColumns(predicted)}
+	virtual := hasVirtualStages(recs)
+	t := &Table{Title: opts.Title, Columns: runsColumns(predicted, virtual)}
 	if t.Title == "" {
 		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
 	}
 	var over []string
 	for i := range recs {
-		row, note := runsRow(recs, i, predicted)
+		row, note := runsRow(recs, i, predicted, virtual)
 		if note != "" && !slices.Contains(over, note) {
 			over = append(over, note)
 		}
@@ -85,17 +86,18 @@ func transportNotes(recs []profiler.Record) []string {
 }
 
 // runsColumns returns the columns of the runs table, with the predicted
-// step's uncertainty before the step range when predicted is set.
+// step's uncertainty before the step range when predicted is set and
+// interleaved's virtual stages when virtual is.
 // On a narrow terminal (Table.Fit) the columns fold from the least
 // telling: the step range, the bytes moved, threads, throughput (the
 // batch over the step), the batch, the bubble, then the comparisons with
 // GPipe and the peak; the configuration and the step time stay.
-func runsColumns(predicted bool) []Column {
+func runsColumns(predicted, virtual bool) []Column {
 	columns := []Column{
 		{Key: "id", Header: "id", Show: Machines},
 		{Key: "kind", Header: "kind", Show: Machines},
 	}
-	columns = append(columns, configColumns()...)
+	columns = append(columns, configColumns(virtual)...)
 	columns = append(columns, []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 6},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
@@ -120,7 +122,7 @@ func runsColumns(predicted bool) []Column {
 
 // runsRow returns the row of recs[i], in the order of runsColumns, and,
 // for an oversubscribed run, the note its footnote gives; else "".
-func runsRow(recs []profiler.Record, i int, predicted bool) (row []Cell, note string) {
+func runsRow(recs []profiler.Record, i int, predicted, virtual bool) (row []Cell, note string) {
 	r := &recs[i]
 	c := r.Config
 	speed, mem := runsVsBaseline(recs, i)
@@ -130,7 +132,7 @@ func runsRow(recs []profiler.Record, i int, predicted bool) (row []Cell, note st
 		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
 	}
 	s := r.Summary
-	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark)...)
+	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark, virtual)...)
 	row = append(row,
 		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},

@@ -11,7 +11,8 @@ import (
 
 // runsOpOrder is the order ops appear in a device table: compute first, then
 // communication, then the update; kinds not listed follow alphabetically.
-var runsOpOrder = []string{"forward", "recompute", "backward", "loss", "predict", "send", "recv", "allgather", "alltoall", "update"}
+var runsOpOrder = []string{"forward", "recompute", "backward", "backward-input", "backward-weight", "loss", "predict",
+	"send", "recv", "allgather", "alltoall", "update"}
 
 // runsCategoryOrder is the order of memory categories in a device table.
 var runsCategoryOrder = []string{"weights", "gradients", "optimizer", "activations", "boundary", "comm", "workspace"}
@@ -92,7 +93,7 @@ func runsDeviceTable(r *profiler.Record) *Table {
 		Column{Key: "sent_bytes_per_step", Header: "sent/step", Align: AlignRight},
 		Column{Key: "received_bytes_per_step", Header: "received/step", Align: AlignRight})
 	for _, d := range r.Devices {
-		row := []Cell{Int(int64(d.Index)), String(d.Name), Int(int64(d.Stage)), runsStageBlocks(r, d.Stage)}
+		row := append([]Cell{Int(int64(d.Index)), String(d.Name)}, runsDeviceStages(r, d)...)
 		for _, op := range ops {
 			if n, ok := d.BusyNanosByOp[op]; ok {
 				row = append(row, runsMillisCell(n))
@@ -119,6 +120,27 @@ func runsDeviceTable(r *profiler.Record) *Table {
 	return t
 }
 
+// runsDeviceStages returns the stage and blocks cells of device d: its
+// stage and that stage's blocks, or, for a device that holds several
+// (interleaved), the stages listed ("0, 2", the first as the value) and
+// each one's blocks, separated by "; " (their count as the value).
+func runsDeviceStages(r *profiler.Record, d profiler.Device) []Cell {
+	held := deviceStages(r, d.Index)
+	if len(held) < 2 {
+		return []Cell{Int(int64(d.Stage)), runsStageBlocks(r, d.Stage)}
+	}
+	var n int64
+	texts := make([]string, len(held))
+	for i, s := range held {
+		c := runsStageBlocks(r, s)
+		if v, ok := c.Value.(int64); ok {
+			n += v
+		}
+		texts[i] = c.Text
+	}
+	return []Cell{{Value: int64(held[0]), Text: stagesList(held)}, {Value: n, Text: strings.Join(texts, "; ")}}
+}
+
 // runsStageBlocks names a stage's blocks as "first … last (n)", counting
 // blocks from 1 as the models commands do; raw, the count.
 func runsStageBlocks(r *profiler.Record, stage int) Cell {
@@ -142,11 +164,13 @@ func runsStageBlocks(r *profiler.Record, stage int) Cell {
 	return Cell{Value: int64(n), Text: text}
 }
 
-// runsBlockTable is the per-block table of one record.
+// runsBlockTable is the per-block table of one record; the predict and
+// split-backward columns appear only for records that time them.
 func runsBlockTable(r *profiler.Record) *Table {
-	var predict bool
+	var predict, split bool
 	for _, b := range r.Blocks {
 		predict = predict || b.PredictNanos > 0
+		split = split || b.BackwardInputNanos > 0 || b.BackwardWeightNanos > 0
 	}
 	t := &Table{
 		Title: "Blocks of " + runsName(r),
@@ -163,6 +187,11 @@ func runsBlockTable(r *profiler.Record) *Table {
 	if predict {
 		t.Columns = append(t.Columns, Column{Key: "predict_nanos", Header: "predict ms", Align: AlignRight})
 	}
+	if split {
+		t.Columns = append(t.Columns,
+			Column{Key: "backward_input_nanos", Header: "backward-input ms", Align: AlignRight},
+			Column{Key: "backward_weight_nanos", Header: "backward-weight ms", Align: AlignRight})
+	}
 	for _, b := range r.Blocks {
 		recompute := Empty("—")
 		if b.RecomputeNanos > 0 {
@@ -172,6 +201,9 @@ func runsBlockTable(r *profiler.Record) *Table {
 			runsMillisCell(b.ForwardNanos), runsMillisCell(b.BackwardNanos), recompute}
 		if predict {
 			row = append(row, runsMillisCell(b.PredictNanos))
+		}
+		if split {
+			row = append(row, runsMillisCell(b.BackwardInputNanos), runsMillisCell(b.BackwardWeightNanos))
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/pipecast/pipecast/models"
@@ -26,7 +27,7 @@ func ModelLabel(c profiler.RunConfig) string {
 }
 
 // ScheduleLabel names a run's schedule with the option that shapes it:
-// "gpipe (except-last)", "coop (d=2)", "1f1b".
+// "gpipe (except-last)", "coop (d=2)", "interleaved (v=2)", "1f1b".
 func ScheduleLabel(c profiler.RunConfig) string {
 	switch c.Schedule {
 	case baselineSchedule:
@@ -35,6 +36,8 @@ func ScheduleLabel(c profiler.RunConfig) string {
 		}
 	case "coop":
 		return fmt.Sprintf("%s (d=%d)", c.Schedule, c.Prefetch)
+	case "interleaved":
+		return fmt.Sprintf("%s (v=%d)", c.Schedule, max(c.Virtual, 1))
 	}
 	return c.Schedule
 }
@@ -93,11 +96,23 @@ func runsPercentCell(f float64) Cell {
 	return Cell{Value: f, Text: strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
 }
 
+// hasVirtualStages reports whether a record has interleaved's virtual
+// stages: only then do tables carry their machine column, so that tables
+// of the other schedules keep their shape.
+func hasVirtualStages(recs ...[]profiler.Record) bool {
+	for _, rs := range recs {
+		if slices.ContainsFunc(rs, func(r profiler.Record) bool { return r.Config.Virtual > 0 }) {
+			return true
+		}
+	}
+	return false
+}
+
 // configColumns are the columns of a run's configuration that the runs
-// table and the comparison share, from the model to M; configCells fills
-// them.
-func configColumns() []Column {
-	return []Column{
+// table and the comparison share, from the model to M, with the
+// virtual stages when virtual is set; configCells fills them.
+func configColumns(virtual bool) []Column {
+	columns := []Column{
 		{Key: "model_label", Header: "model", Show: People},
 		{Key: "model", Header: "model", Show: Machines},
 		{Key: "image", Header: "image", Show: Machines},
@@ -109,12 +124,17 @@ func configColumns() []Column {
 		{Key: "devices", Header: "K", Align: AlignRight},
 		{Key: "microbatches", Header: "M", Align: AlignRight},
 	}
+	if virtual {
+		columns = slices.Insert(columns, len(columns)-2, Column{Key: "virtual_stages", Header: "virtual stages", Show: Machines})
+	}
+	return columns
 }
 
-// configCells returns c's cells of configColumns, the schedule's cell
-// marked with mark (" *" for an oversubscribed run) unless it is empty.
-// Checkpointing shows for gpipe only, the look-ahead for coop only.
-func configCells(c profiler.RunConfig, mark string) []Cell {
+// configCells returns c's cells of configColumns(virtual), the
+// schedule's cell marked with mark (" *" for an oversubscribed run)
+// unless it is empty. Checkpointing shows for gpipe only, the look-ahead
+// for coop only, the virtual stages for interleaved only.
+func configCells(c profiler.RunConfig, mark string, virtual bool) []Cell {
 	sched := String(c.Schedule)
 	sched.Text, sched.Short = ScheduleLabel(c)+mark, scheduleShortLabel(c)+mark
 	checkpoint, prefetch := Empty(""), Empty("")
@@ -124,9 +144,16 @@ func configCells(c profiler.RunConfig, mark string) []Cell {
 	if c.Schedule == "coop" {
 		prefetch = Int(int64(c.Prefetch))
 	}
-	return []Cell{
+	cells := []Cell{
 		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
 		sched, checkpoint, prefetch,
-		Int(int64(c.Devices)), Int(int64(c.Micro)),
 	}
+	if virtual {
+		v := Empty("")
+		if c.Schedule == "interleaved" {
+			v = Int(int64(max(c.Virtual, 1)))
+		}
+		cells = append(cells, v)
+	}
+	return append(cells, Int(int64(c.Devices)), Int(int64(c.Micro)))
 }

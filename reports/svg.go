@@ -24,30 +24,37 @@ import (
 // colours stay distinct under the common forms of colour blindness. Compute
 // on the critical path takes the cool colours (forward, recompute,
 // backward), transfers the reds and purples, the rest earth tones; idle
-// time is left blank.
+// time is left blank. The muted scheme has no more than these ten, so the
+// halves of a split backward (zb-h1, zb-h2) take colours of Tol's other
+// schemes that none of the ten resembles: the input gradient, on the
+// critical path, a blue beside backward's indigo (his "bright" blue), the
+// deferred weight gradient an orange (his "vibrant" orange).
 var OpColors = map[string]string{
-	"forward":   "#88CCEE", // cyan
-	"recompute": "#44AA99", // teal
-	"backward":  "#332288", // indigo
-	"loss":      "#882255", // wine
-	"predict":   "#DDCC77", // sand
-	"send":      "#CC6677", // rose
-	"recv":      "#AA4499", // purple
-	"allgather": "#999933", // olive
-	"alltoall":  "#117733", // green
-	"update":    "#DDDDDD", // pale grey
+	"forward":         "#88CCEE", // cyan
+	"recompute":       "#44AA99", // teal
+	"backward":        "#332288", // indigo
+	"backward-input":  "#4477AA", // blue (bright scheme)
+	"backward-weight": "#EE7733", // orange (vibrant scheme)
+	"loss":            "#882255", // wine
+	"predict":         "#DDCC77", // sand
+	"send":            "#CC6677", // rose
+	"recv":            "#AA4499", // purple
+	"allgather":       "#999933", // olive
+	"alltoall":        "#117733", // green
+	"update":          "#DDDDDD", // pale grey
 }
 
 // legendOpOrder is the order of op kinds in legends: a step's life from the
 // weight sync to the update.
-var legendOpOrder = []string{"allgather", "predict", "alltoall", "forward", "recompute", "loss", "backward", "send", "recv", "update"}
+var legendOpOrder = []string{"allgather", "predict", "alltoall", "forward", "recompute", "loss", "backward", "backward-input", "backward-weight",
+	"send", "recv", "update"}
 
 // unknownOpColor fills ops of a kind OpColors does not know, so that a
 // newer record still renders.
 const unknownOpColor = "#FFFFFF"
 
 // svgDarkFills are the fills on which labels are written in white.
-var svgDarkFills = map[string]bool{"#332288": true, "#882255": true, "#117733": true, "#AA4499": true}
+var svgDarkFills = map[string]bool{"#332288": true, "#4477AA": true, "#882255": true, "#117733": true, "#AA4499": true}
 
 // svgWriter writes SVG text and keeps the first write error, so drawing
 // code stays linear and the error is checked once at the end.

@@ -114,7 +114,7 @@ func memPanels(rec profiler.Record) ([]memPanel, int, error) {
 		}
 		panels = append(panels, memPanel{
 			device: d.Index, track: d.MemoryTrack, peak: d.MemoryTrack.PeakPoint(),
-			label: fmt.Sprintf("%s · stage %d", ix.deviceName(d.Index), d.Stage),
+			label: ix.deviceName(d.Index) + " · " + stagesLabel(deviceStages(&rec, d.Index), d.Stage),
 		})
 	}
 	if len(panels) == 0 {

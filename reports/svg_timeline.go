@@ -31,6 +31,10 @@ const (
 type timelineRow struct {
 	device int
 	label  string
+	// chunks is set when the device holds several stages (interleaved):
+	// its ops are then labelled "stage.micro-batch", so that every chunk
+	// change shows.
+	chunks bool
 }
 
 // WriteTimelineSVG writes the measured step numbered step of rec (a
@@ -183,20 +187,24 @@ func writeBandRows(s *svgWriter, b timelineBand, x func(int64) float64, top floa
 func writeBandOps(s *svgWriter, b timelineBand, x func(int64) float64, top float64) {
 	s.printf(`<g class="ops">` + "\n")
 	for _, e := range b.ops {
-		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(top, b.rowOf[e.Device]))
+		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(top, b.rowOf[e.Device]), b.rows[b.rowOf[e.Device]].chunks)
 	}
 	s.printf("</g>\n")
 }
 
 // writeTimelineOp draws one op: its box, a tooltip and, when it fits, its
-// micro-batch number.
-func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64) {
+// micro-batch number, after its stage ("2.3") on a device that holds
+// several stages (chunks).
+func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64, chunks bool) {
 	fill, stroke := OpColors[e.Op], "#FFFFFF"
 	if fill == "" {
 		fill, stroke = unknownOpColor, "#444444"
 	}
 	s.printf(`<g class="op op-%s" data-device="%d" data-micro="%d">`+"\n", svgEscape(e.Op), e.Device, e.Micro)
 	tip := e.Op
+	if e.Stage >= 0 && e.Op != "recv" && e.Op != "send" {
+		tip += " · stage " + strconv.Itoa(e.Stage)
+	}
 	if e.Micro >= 0 {
 		tip += " · micro-batch " + strconv.Itoa(e.Micro)
 	}
@@ -216,6 +224,9 @@ func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64) {
 		svgNum(x0), svgNum(y), svgNum(w), svgNum(tlRowHeight), fill, stroke)
 	if e.Micro >= 0 {
 		label := strconv.Itoa(e.Micro)
+		if chunks && e.Stage >= 0 {
+			label = strconv.Itoa(e.Stage) + "." + label
+		}
 		if float64(len(label))*tlCharWidth*tlLabelSize+4 <= w {
 			color := "#000000"
 			if svgDarkFills[fill] {
@@ -302,7 +313,8 @@ func writeTimelineLegend(s *svgWriter, kinds []string, y float64) {
 }
 
 // timelineRows lists the devices of the record and of the step's ops in
-// index order, labelled "name · stage s".
+// index order, labelled "name · stage s", or "name · stages 0, 2" for a
+// device that holds several (interleaved).
 func timelineRows(rec profiler.Record, ops []profiler.Event) []timelineRow {
 	names := map[int]string{}
 	stages := map[int]int{}
@@ -331,7 +343,8 @@ func timelineRows(rec profiler.Record, ops []profiler.Event) []timelineRow {
 		if name == "" {
 			name = "device " + strconv.Itoa(d)
 		}
-		rows[i] = timelineRow{device: d, label: fmt.Sprintf("%s · stage %d", name, stages[d])}
+		held := deviceStages(&rec, d)
+		rows[i] = timelineRow{device: d, label: name + " · " + stagesLabel(held, stages[d]), chunks: len(held) > 1}
 	}
 	return rows
 }

@@ -39,7 +39,7 @@ var errNoTimelineRuns = errors.New("reports: timelines: no runs to draw")
 // labels of WriteTimelineSVG, all on one time axis whose scale the
 // longest step sets, so that a shorter step's rows end visibly earlier.
 // Each band is titled with the run's label, schedule, schedule options
-// (checkpointing, look-ahead, straggler), K, M, the step's time and the
+// (checkpointing, look-ahead, virtual stages, straggler), K, M, the step's time and the
 // run's bubble fraction (its record's summary, the mean over its measured
 // steps); the model and batch head the whole figure when the runs share
 // them and each band otherwise. One legend lists the op kinds of all
@@ -158,8 +158,8 @@ func bandTitle(r TimelineRun, b timelineBand, withWorkload bool) string {
 }
 
 // scheduleOptions lists the options of a run's schedule that its name
-// does not say: checkpointing, look-ahead depth and an injected
-// straggler.
+// does not say: checkpointing, look-ahead depth, virtual stages and an
+// injected straggler.
 func scheduleOptions(c profiler.RunConfig) []string {
 	var opts []string
 	if c.Checkpoint != "" {
@@ -167,6 +167,9 @@ func scheduleOptions(c profiler.RunConfig) []string {
 	}
 	if c.Prefetch > 0 {
 		opts = append(opts, "prefetch "+strconv.Itoa(c.Prefetch))
+	}
+	if c.Virtual > 0 {
+		opts = append(opts, "virtual stages "+strconv.Itoa(c.Virtual))
 	}
 	if c.StragglerFactor > 0 && c.StragglerFactor != 1 {
 		opts = append(opts, fmt.Sprintf("straggler device %d ×%g", c.StragglerDevice, c.StragglerFactor))

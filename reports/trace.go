@@ -210,7 +210,7 @@ func traceMetadata(rec *profiler.Record, ix *exportIndex, pid0 int, used map[tra
 	for d := range ix.devices {
 		pid := pid0 + d + 1
 		meta = append(meta,
-			traceMeta("process_name", pid, 0, "name", fmt.Sprintf("run %s: %s (stage %d)", rec.ID, ix.deviceName(d), ix.stage(d))),
+			traceMeta("process_name", pid, 0, "name", fmt.Sprintf("run %s: %s (%s)", rec.ID, ix.deviceName(d), stagesLabel(deviceStages(rec, d), ix.stage(d)))),
 			traceMeta("process_sort_index", pid, 0, "sort_index", pid))
 		var threads []int
 		for k := range used {

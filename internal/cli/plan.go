@@ -38,8 +38,10 @@ type PlanOptions struct {
 	Data      []string
 	Schedules []string
 	Micro     []int
-	Threads   int
-	SVG       string
+	// Virtual are interleaved's chunks per device v to try.
+	Virtual []int
+	Threads int
+	SVG     string
 
 	MemoryBytes int64
 }
@@ -56,7 +58,8 @@ func NewCmdPlan(streams *IOStreams, runF func(*PlanOptions) error) *cobra.Comman
 		Short: "Pick the schedule, micro-batches and checkpointing under a memory budget",
 		Long: `Weigh every schedule for one model, batch and device count: gpipe in each
 checkpoint mode (never, except-last, always), coop at look-ahead 1 and 2,
-1f1b, and single on one device, each at every micro-batch count of
+1f1b, interleaved at each --virtual-stages, zb-h1, zb-h2, and single on
+one device, each at every micro-batch count of
 --microbatches that the batch splits into. Each configuration's peak
 memory per device, by category, comes from one step on the meta backend:
 exact, and without training. With --data (the runs.jsonl of measured
@@ -98,6 +101,7 @@ the budget line (without --data: each configuration's peak as a bar).`,
 	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs to forecast step times from")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules to weigh: "+strings.Join(schedule.Names(), ",")+" (default: all)")
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultPlanMicro, "numbers of micro-batches M per step to try")
+	f.IntSliceVar(&opts.Virtual, "virtual-stages", slices.Clone(predictor.PlanVirtual), "interleaved: model chunks per device v to try; the model is cut into K·v stages")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's, else the cores over K)")
 	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
@@ -123,6 +127,8 @@ func (o *PlanOptions) validate() error {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the default)", o.Threads)
 	case len(o.Micro) == 0:
 		return usageErrorf("--microbatches: empty list")
+	case len(o.Virtual) == 0:
+		return usageErrorf("--virtual-stages: empty list")
 	case !(o.Width > 0) || math.IsInf(o.Width, 1):
 		return usageErrorf("--width %g: must be a positive number", o.Width)
 	case o.Image < 0 || o.Classes < 0:
@@ -153,7 +159,7 @@ func (o *PlanOptions) validate() error {
 	if err := base.Validate(); errors.As(err, &inv) && !inv.Rule.Misfit() {
 		return usageErrorf("--%s %s: %s", inv.Field, inv.Value, inv.Reason)
 	}
-	return nil
+	return o.validateVirtual()
 }
 
 // byteUnits are the suffixes parseBytes takes, lower case.
@@ -236,7 +242,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules}
+	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules, Virtual: opts.Virtual}
 	cfgs, skips, err := space.Configs()
 	if err != nil {
 		return sweepError(err, nil)
@@ -299,6 +305,8 @@ func planEntries(rows []predictor.PlanRow) []reports.PlanEntry {
 			e.Options = s.Checkpoint.String()
 		case schedule.Coop:
 			e.Options = fmt.Sprintf("d=%d", s.Prefetch)
+		case schedule.Interleaved:
+			e.Options = fmt.Sprintf("v=%d", s.Virtual)
 		}
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos = true, p.Summary.StepNanosMedian

@@ -56,8 +56,9 @@ func TestPlanGolden(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	checkGolden(t, "plan_mlp.txt", out)
-	if !strings.Contains(errOut, "skipped 6 configuration(s): micro-batch counts that batch 12 does not split into equally") {
-		t.Errorf("stderr %q, want the skipped M=5 counted", errOut)
+	if !strings.Contains(errOut, "skipped 8 configuration(s): micro-batch counts that batch 12 does not split into equally") ||
+		!strings.Contains(errOut, "skipped 8 configuration(s): interleaved chunk counts that cut mlp into more stages than its blocks") {
+		t.Errorf("stderr %q, want the skipped M=5 and the interleaved chunk counts too many for 3 blocks counted", errOut)
 	}
 	if !strings.Contains(out, "over budget") || !strings.Contains(out, "Lightest: ") {
 		t.Errorf("the plan marks nothing over budget or names no lightest:\n%s", out)

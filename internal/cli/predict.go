@@ -130,6 +130,7 @@ draws forecast against measured step times.`,
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
 	f.StringSliceVar(&opts.Checkpoints, "checkpoint", nil, "gpipe checkpointing: never,except-last,always (default: the data's)")
 	f.IntSliceVar(&opts.Prefetch, "prefetch", nil, "coop look-ahead depths d (default: the data's)")
+	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", nil, virtualStagesUsage+" (default: the data's, else 2)")
 	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
@@ -152,7 +153,7 @@ draws forecast against measured step times.`,
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
 var predictConfigFlags = []string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
-	"schedule", "checkpoint", "prefetch", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}
+	"schedule", "checkpoint", "prefetch", "virtual-stages", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -178,7 +179,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 			return usageErrorf("--%s applies to --validate only", name)
 		}
 	}
-	for _, name := range []string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule", "checkpoint", "prefetch"} {
+	for _, name := range []string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule", "checkpoint", "prefetch", "virtual-stages"} {
 		if f := flags.Lookup(name); f != nil && f.Changed && f.Value.String() == "[]" {
 			return usageErrorf("--%s: empty list", name)
 		}
@@ -235,6 +236,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s.Schedules = pick(o.Schedules, data.Schedules)
 	s.Checkpoints = pick(o.Checkpoints, data.Checkpoints)
 	s.Prefetch = pickInt(o.Prefetch, data.Prefetch)
+	s.VirtualStages = pickInt(o.VirtualStages, data.VirtualStages)
 	if o.Balance != "" {
 		s.Balance = o.Balance
 	}

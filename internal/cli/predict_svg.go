@@ -37,5 +37,6 @@ func sameConfiguration(a, b *profiler.Record) bool {
 	x, y := a.Config, b.Config
 	return predictor.KeyOf(a) == predictor.KeyOf(b) && x.Batch == y.Batch && x.Devices == y.Devices &&
 		x.Micro == y.Micro && x.Schedule == y.Schedule && x.Checkpoint == y.Checkpoint && x.Prefetch == y.Prefetch &&
+		x.Virtual == y.Virtual &&
 		x.Balance == y.Balance && x.StragglerDevice == y.StragglerDevice && x.StragglerFactor == y.StragglerFactor
 }

@@ -77,11 +77,23 @@ peak memory, bytes moved) and print a table that compares the runs with the
 GPipe run of the same workload.
 
 Every list flag takes comma-separated values (--devices 1,2,4). --checkpoint
-applies to gpipe only and --prefetch to coop only: other schedules ignore
-them and are not repeated for each value. single runs on one device, so a
-sweep skips it where K > 1; a combination whose batch does not split into
-M micro-batches (or, for coop, into K shards) is skipped too, with a note
-on standard error. If nothing is left to run, nothing runs.
+applies to gpipe only, --prefetch to coop only and --virtual-stages to
+interleaved only: other schedules ignore them and are not repeated for each
+value. single runs on one device, so a sweep skips it where K > 1; a
+combination whose batch does not split into M micro-batches (or, for coop,
+into K shards) is skipped too, with a note on standard error. If nothing is
+left to run, nothing runs.
+
+The schedules: single (one device, the reference), gpipe (fill-drain),
+coop (the cooperative prediction/synchronization schedule), 1f1b
+(PipeDream-Flush) and
+  interleaved  Megatron-LM's interleaved 1F1B: the model cut into K·v
+               stages, device k holding stages k, k+K, … (--virtual-stages v)
+  zb-h1        zero bubble (Qi et al.): each backward split into its input
+               and weight gradients, the weights' deferred into the bubbles,
+               at 1F1B's activation memory
+  zb-h2        zero bubble with more activation memory (about twice 1F1B's)
+               for a fuller pipeline, the bubble nearly gone
 
 The defaults are a quick sweep: GPipe against the cooperative schedule on
 2 devices for ResNet-50 at width 0.25 on 32×32 inputs, batch 16, 4
@@ -121,6 +133,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringSliceVar(&opts.Schedules, "schedule", defaultProfileSchedules, "schedules: "+strings.Join(schedule.Names(), ","))
 	f.StringSliceVar(&opts.Checkpoints, "checkpoint", []string{schedule.ExceptLast.String()}, "gpipe checkpointing: never,except-last,always")
 	f.IntSliceVar(&opts.Prefetch, "prefetch", []int{1}, "coop look-ahead depths d")
+	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", []int{config.DefaultVirtual}, virtualStagesUsage)
 	// Time is the default: at small widths per-op overheads, not MACs,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.
@@ -146,6 +159,9 @@ run. Progress is shown on standard error when it is a terminal.`,
 	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
+
+// virtualStagesUsage is the help of --virtual-stages.
+const virtualStagesUsage = "interleaved: model chunks per device v; the model is cut into K·v stages"
 
 // validate checks each flag on its own (config.Sweep.Check), and the
 // steps; expandSweep checks how they combine.
