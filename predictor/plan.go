@@ -229,7 +229,7 @@ func Plan(ctx context.Context, costs *CostModel, cfgs []config.Config, workers i
 // planRow is the row of one configuration.
 func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow, error) {
 	if costs == nil {
-		mem, err := PeakMemory(ctx, cfg)
+		mem, err := evenPeakMemory(ctx, cfg)
 		return PlanRow{Config: cfg, Memory: mem}, err
 	}
 	rec, err := Predict(ctx, costs, cfg)
@@ -244,6 +244,33 @@ func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow,
 		}
 	}
 	return PlanRow{Config: cfg, Memory: mem, Predicted: &rec}, nil
+}
+
+// evenPeakMemory is PeakMemory with the devices' ops interleaved as the
+// program runs when every compute op takes the same time and transfers
+// none (schedule.ChartCost). Free-running devices interleave as the
+// goroutines happen to, and what is in flight between them, and so a
+// peak, can differ by a message from one call to the next (coop at M = 4
+// by 24 KiB on the mlp); without costs to order them by, a plan orders
+// them evenly so that its ranking does not change between calls.
+func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error) {
+	prog, err := schedule.Build(cfg.WithDefaults().Schedule)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := schedule.Simulate(prog, schedule.ChartCost)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := orderedMetaRun(ctx, cfg, tl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tensor.MemStats, len(ms.devices))
+	for d, ds := range ms.devices {
+		out[d] = ds.Memory
+	}
+	return out, nil
 }
 
 // RankPlan marks the rows whose largest device's peak exceeds budget
