@@ -77,11 +77,16 @@ func TestMPIEqualsInProcess(t *testing.T) {
 	}
 	for _, l := range loads {
 		for k := 2; k <= w.Size(); k++ {
-			for _, o := range []schedule.Options{
+			scheds := []schedule.Options{
 				{Name: schedule.GPipe, Devices: k, Micro: 2, Checkpoint: schedule.ExceptLast},
 				{Name: schedule.Coop, Devices: k, Micro: 2, Prefetch: 1},
 				{Name: schedule.OneF1B, Devices: k, Micro: 2},
-			} {
+				{Name: schedule.ZBH1, Devices: k, Micro: 2},
+			}
+			if l.model != "mlp" { // the mlp's 3 blocks are too few for 2K stages
+				scheds = append(scheds, schedule.Options{Name: schedule.Interleaved, Devices: k, Micro: 2, Virtual: 2})
+			}
+			for _, o := range scheds {
 				cfg := config.Config{Model: l.model, ModelConfig: l.mc, Batch: 12, Seed: 5, Threads: 1, Schedule: o, Balance: config.BalanceMACs}
 				opts := RunOptions{Warmup: 1, Steps: 2, Weights: true, BlockTiming: true, Calibrate: true}
 				mpiEquivalence(t, ctx, w, cfg, opts)
