@@ -22,6 +22,8 @@ func planKey(model string, k, m int, s schedule.Options) string {
 		opt = s.Checkpoint.String()
 	case schedule.Coop:
 		opt = fmt.Sprint(s.Prefetch)
+	case schedule.Interleaved:
+		opt = fmt.Sprintf("v=%d", s.Virtual)
 	}
 	return fmt.Sprintf("%s K=%d M=%d %s %s", model, k, m, s.Name, opt)
 }
@@ -29,7 +31,7 @@ func planKey(model string, k, m int, s schedule.Options) string {
 // recordPlanKey is planKey of a record's configuration.
 func recordPlanKey(r *profiler.Record) string {
 	c := r.Config
-	o := schedule.Options{Name: c.Schedule, Prefetch: c.Prefetch}
+	o := schedule.Options{Name: c.Schedule, Prefetch: c.Prefetch, Virtual: c.Virtual}
 	if c.Schedule == schedule.GPipe {
 		o.Checkpoint, _ = schedule.ParseCheckpoint(c.Checkpoint)
 	}
@@ -170,7 +172,29 @@ func TestPlanRanksFromSingleDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits and forecasts the validation dataset")
 	}
-	recs := readValidation(t)
+	checkPlanRanks(t, readValidation(t), []string{schedule.GPipe, schedule.Coop, schedule.OneF1B})
+}
+
+// TestPlanRanksNewSchedules is TestPlanRanksFromSingleDevice on the
+// schedules dataset: 1f1b, interleaved (v = 2), zb-h1 and zb-h2. On the
+// committed dataset the plan names the measured fastest in 7 of 9
+// workloads; in the two misses (vgg16bn at M = 4, where 1f1b leads the
+// named interleaved by 1.2 %, and resnet50 at M = 2, where zb-h1 and
+// interleaved tie) the winner leads by less than the runs' spread.
+func TestPlanRanksNewSchedules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits and forecasts the schedules dataset")
+	}
+	checkPlanRanks(t, readDataset(t, schedulesData), newSchedules)
+}
+
+// checkPlanRanks fits recs' K = 1 runs and plans each of their K = 2
+// workloads (model and M) over the schedules names, each with the
+// options the dataset measured: wherever the measured fastest leads the
+// runner-up by more than planDecisive, the plan must name it. It logs
+// the hit rate over all workloads.
+func checkPlanRanks(t *testing.T, recs []profiler.Record, names []string) {
+	t.Helper()
 	var k1 []profiler.Record
 	measured := map[string][]profiler.Record{} // configuration → its runs
 	type workload struct {
@@ -197,7 +221,7 @@ func TestPlanRanksFromSingleDevice(t *testing.T) {
 	}
 	hits := 0
 	for _, w := range workloads {
-		space := validationSpace(w.model, 2, []int{w.micro}, []string{schedule.GPipe, schedule.Coop, schedule.OneF1B})
+		space := validationSpace(w.model, 2, []int{w.micro}, names)
 		all, _, err := space.Configs()
 		if err != nil {
 			t.Fatal(err)
@@ -208,8 +232,8 @@ func TestPlanRanksFromSingleDevice(t *testing.T) {
 				cfgs = append(cfgs, c)
 			}
 		}
-		if len(cfgs) != 3 {
-			t.Fatalf("%s M=%d: %d measured schedules, want 3", w.model, w.micro, len(cfgs))
+		if len(cfgs) != len(names) {
+			t.Fatalf("%s M=%d: %d measured schedules, want %d", w.model, w.micro, len(cfgs), len(names))
 		}
 		key := KeyOf(&k1[slices.IndexFunc(k1, func(r profiler.Record) bool { return r.Config.Model == w.model })])
 		rows, failed, err := Plan(context.Background(), fits[key], cfgs, 0)

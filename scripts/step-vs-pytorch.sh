@@ -11,6 +11,11 @@
 # left empty where /usr/bin/python3 cannot import torch and torchvision
 # (Debian: apt-get install python3-torch python3-torchvision).
 #
+# With PIPECAST_GEMM_KERNEL=avx2 (pipecast's AVX2 kernel on a CPU that has
+# AVX-512) PyTorch's oneDNN is capped at AVX2 too (ONEDNN_MAX_CPU_ISA=AVX2,
+# unless set), so that both run as they would on an AVX2-only CPU; the
+# header says which ISA each ran.
+#
 # Usage: scripts/step-vs-pytorch.sh [flags]
 #   --steps N        measured steps of each run (default 3)
 #   --threads N      threads of both (default 2)
@@ -41,6 +46,13 @@ profile=0
 out=
 bin=
 python=/usr/bin/python3
+# PyTorch's oneDNN runs the ISA pipecast's kernel runs (see above).
+torch_isa=${ONEDNN_MAX_CPU_ISA:-ALL}
+if [ "${PIPECAST_GEMM_KERNEL:-}" = avx2 ] && [ -z "${ONEDNN_MAX_CPU_ISA:-}" ]; then
+	torch_isa=AVX2
+fi
+torch_isa_note="the fastest"
+[ "$torch_isa" != ALL ] && torch_isa_note="capped at $torch_isa"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--steps) steps=$2; shift 2 ;;
@@ -128,7 +140,7 @@ for m in "${list[@]}"; do
 	theirs=
 	if [ "$torch" = 1 ]; then
 		echo "step-vs-pytorch: $m: PyTorch" >&2
-		theirs=$(pytorch_step "$m")
+		theirs=$(ONEDNN_MAX_CPU_ISA=$torch_isa pytorch_step "$m")
 	fi
 	row="| $m | ${image[$m]} | ${batch[$m]} | $ours | $theirs | $(ratio "$ours" "$theirs") |"
 	if [ "$openblas" = 1 ]; then
@@ -153,7 +165,7 @@ caches() {
 echo
 echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $threads threads, $steps measured steps (median), $(date '+%Y-%m-%d')"
 echo
-echo "ISA: $(grep -m1 -o -w -E 'avx512f|avx2|fma' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')(GEMM kernel ${PIPECAST_GEMM_KERNEL:-the fastest}); caches: $(caches)"
+echo "ISA: $(grep -m1 -o -w -E 'avx512f|avx2|fma' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')(GEMM kernel ${PIPECAST_GEMM_KERNEL:-the fastest}; PyTorch's oneDNN ${torch_isa_note}); caches: $(caches)"
 echo
 head="| model | px | batch | pipecast s/step | PyTorch s/step | ratio |"
 rule="| --- | --: | --: | --: | --: | --: |"
