@@ -195,8 +195,9 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 // a run of consecutive channels, one value each, and they loop over it
 // directly; otherwise each channel's hw values are a contiguous run that
 // the loops unroll by four with independent accumulators, so that the
-// float64 additions do not wait on each other, after the AVX-512 loops of
-// bn_amd64.s have taken its runs of 16 where the CPU has them (bnSIMD).
+// float64 additions do not wait on each other, after the assembly loops
+// have taken its runs of 16 (AVX-512, bn_amd64.s) or 8 (AVX2,
+// bn_avx2_amd64.s) where the CPU has them (bnSIMD).
 
 // bnShiftedSums adds each channel's Σ (x − shift) to s1 and Σ (x − shift)²
 // to s2, in float64.
@@ -221,9 +222,9 @@ func bnShiftedSums(x []float32, hw int, shift []float32, s1, s2 []float64) {
 func bnShiftedSum(x []float32, k float64) (s1, s2 float64) {
 	var a0, a1, a2, a3, q0, q1, q2, q3 float64
 	i := 0
-	if n := len(x) &^ 15; bnSIMD && n > 0 {
+	if n := bnRun(len(x)); n > 0 {
 		var acc [16]float64
-		bnShiftedSum16(&x[0], n, k, &acc)
+		bnShiftedSumSIMD(&x[0], n, k, &acc)
 		a0, q0 = sum8(acc[:8]), sum8(acc[8:])
 		i = n
 	}
@@ -273,9 +274,9 @@ func bnGradientSum(x, dy []float32, mean float64) (s, sx float64) {
 	var s0, s1, s2, s3, t0, t1, t2, t3 float64
 	dy = dy[:len(x)]
 	i := 0
-	if n := len(x) &^ 15; bnSIMD && n > 0 {
+	if n := bnRun(len(x)); n > 0 {
 		var acc [16]float64
-		bnGradientSum16(&x[0], &dy[0], n, mean, &acc)
+		bnGradientSumSIMD(&x[0], &dy[0], n, mean, &acc)
 		s0, t0 = sum8(acc[:8]), sum8(acc[8:])
 		i = n
 	}
@@ -313,8 +314,8 @@ func bnAffine(x, y []float32, hw int, m, a, b []float32) {
 		aj, bj := a[j], b[j]
 		yp = yp[:len(xp)]
 		i := 0
-		if n := len(xp) &^ 15; bnSIMD && n > 0 {
-			bnAffine16(&xp[0], &yp[0], n, mj, aj, bj)
+		if n := bnRun(len(xp)); n > 0 {
+			bnAffineSIMD(&xp[0], &yp[0], n, mj, aj, bj)
 			i = n
 		}
 		for ; i <= len(xp)-4; i += 4 {
@@ -346,8 +347,8 @@ func bnGradient(x, dy, dx []float32, hw int, mean, p, q, r []float32) {
 		pj, qj, rj := p[j], q[j], r[j]
 		dyp, dxp = dyp[:len(xp)], dxp[:len(xp)]
 		i := 0
-		if n := len(xp) &^ 15; bnSIMD && n > 0 {
-			bnGradient16(&xp[0], &dyp[0], &dxp[0], n, m, pj, qj, rj)
+		if n := bnRun(len(xp)); n > 0 {
+			bnGradientSIMD(&xp[0], &dyp[0], &dxp[0], n, m, pj, qj, rj)
 			i = n
 		}
 		for ; i <= len(xp)-4; i += 4 {

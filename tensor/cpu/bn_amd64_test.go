@@ -8,22 +8,48 @@ import (
 	"testing"
 )
 
-// withoutBNSIMD runs f with the batch-norm helpers on their Go loops.
-func withoutBNSIMD(f func()) {
+// withBNSIMD runs f with the batch-norm helpers' runs of width (0: the Go
+// loops alone).
+func withBNSIMD(width int, f func()) {
 	old := bnSIMD
-	bnSIMD = false
+	bnSIMD = width
 	defer func() { bnSIMD = old }()
 	f()
 }
 
-// TestBNSIMDMatchesGo checks the AVX-512 batch-norm loops against the Go
-// loops over lengths around every multiple of 16: the sums agree to float64
-// rounding (they add in another order), the element-wise results bit for
-// bit (the same float32 operations in the same order).
-func TestBNSIMDMatchesGo(t *testing.T) {
-	if !bnSIMD {
-		t.Skip("the CPU has no AVX-512")
+// withoutBNSIMD runs f with the batch-norm helpers on their Go loops.
+func withoutBNSIMD(f func()) { withBNSIMD(0, f) }
+
+// simdWidths returns the assembly widths the CPU runs: 16 with AVX-512,
+// 8 with AVX2 and FMA.
+func simdWidths() []int {
+	var out []int
+	if bnWidth("") == 16 {
+		out = append(out, 16)
 	}
+	if bnWidth("avx2") == 8 {
+		out = append(out, 8)
+	}
+	return out
+}
+
+// TestBNSIMDMatchesGo checks the AVX-512 and AVX2 batch-norm loops against
+// the Go loops over lengths around every multiple of 8 and 16: the sums
+// agree to float64 rounding (they add in another order), the element-wise
+// results bit for bit (the same float32 operations in the same order).
+func TestBNSIMDMatchesGo(t *testing.T) {
+	widths := simdWidths()
+	if len(widths) == 0 {
+		t.Skip("the CPU has neither AVX-512 nor AVX2 with FMA")
+	}
+	for _, w := range widths {
+		withBNSIMD(w, func() { checkBNSIMD(t, w) })
+	}
+}
+
+// checkBNSIMD is TestBNSIMDMatchesGo at bnSIMD's current width w.
+func checkBNSIMD(t *testing.T, w int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	vals := func(n int) []float32 {
 		v := make([]float32, n)
@@ -33,7 +59,7 @@ func TestBNSIMDMatchesGo(t *testing.T) {
 		return v
 	}
 	close := func(got, want, scale float64) bool { return math.Abs(got-want) <= 1e-12*scale }
-	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 47, 64, 100, 1024, 1031} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 23, 31, 32, 33, 47, 64, 100, 1024, 1031} {
 		x, dy := vals(n), vals(n)
 		const k, mean = 0.75, -0.25
 		s1, s2 := bnShiftedSum(x, k)
@@ -48,7 +74,7 @@ func TestBNSIMDMatchesGo(t *testing.T) {
 			scale += math.Abs(float64(x[i])-k)*(1+math.Abs(float64(x[i])-k)) + math.Abs(float64(dy[i]))*(1+math.Abs(float64(x[i])-mean))
 		}
 		if !close(s1, w1, scale) || !close(s2, w2, scale) || !close(g1, h1, scale) || !close(g2, h2, scale) {
-			t.Errorf("n=%d: sums %v %v %v %v, Go loops %v %v %v %v", n, s1, s2, g1, g2, w1, w2, h1, h2)
+			t.Errorf("width %d n=%d: sums %v %v %v %v, Go loops %v %v %v %v", w, n, s1, s2, g1, g2, w1, w2, h1, h2)
 		}
 
 		// Element-wise, over two channels of n values each.
@@ -65,7 +91,7 @@ func TestBNSIMDMatchesGo(t *testing.T) {
 		})
 		for i := range y {
 			if math.Float32bits(y[i]) != math.Float32bits(wy[i]) || math.Float32bits(dx[i]) != math.Float32bits(wdx[i]) {
-				t.Fatalf("n=%d element %d: affine %v gradient %v, Go loops %v %v", n, i, y[i], dx[i], wy[i], wdx[i])
+				t.Fatalf("width %d n=%d element %d: affine %v gradient %v, Go loops %v %v", w, n, i, y[i], dx[i], wy[i], wdx[i])
 			}
 		}
 	}

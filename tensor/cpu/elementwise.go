@@ -48,6 +48,10 @@ func (d *Device) Add(y, a, b *tensor.Tensor) {
 	d.pool.parallel(len(out), elementGrain, func(lo, hi int) {
 		o, p, q := out[lo:hi], xa[lo:hi], xb[lo:hi]
 		p, q = p[:len(o)], q[:len(o)]
+		if n := len(o) &^ 7; elemSIMD && n > 0 {
+			add8(&o[0], &p[0], &q[0], n)
+			o, p, q = o[n:], p[n:], q[n:]
+		}
 		for i := range o {
 			o[i] = p[i] + q[i]
 		}

@@ -80,6 +80,8 @@ func gemmKernels() []gemmKernel {
 
 // selectKernel returns the fastest micro-kernel the CPU runs, or the one
 // PIPECAST_GEMM_KERNEL names (avx512, avx2, go) when the CPU runs it.
+// The variable chooses the batch-norm and element-wise loops' width too
+// (bnSIMD, elemSIMD), so that avx2 runs what an AVX2-only CPU runs.
 func selectKernel() gemmKernel {
 	ks := gemmKernels()
 	if want := os.Getenv("PIPECAST_GEMM_KERNEL"); want != "" {

@@ -12,7 +12,8 @@ import (
 const reluGrain = 1 << 15
 
 // ReLUForward implements tensor.Kernels. A NaN stays NaN, as torch's relu
-// propagates it.
+// propagates it. Runs of 8 go to the AVX2 loop where the CPU has it
+// (elemSIMD), which computes the same bits.
 func (d *Device) ReLUForward(x, y *tensor.Tensor) {
 	const op = "relu forward"
 	tensor.SameShape(op, x, y)
@@ -21,6 +22,10 @@ func (d *Device) ReLUForward(x, y *tensor.Tensor) {
 	d.pool.parallel(len(xs), reluGrain, func(lo, hi int) {
 		src, dst := xs[lo:hi], ys[lo:hi]
 		dst = dst[:len(src)]
+		if n := len(src) &^ 7; elemSIMD && n > 0 {
+			reluForward8(&src[0], &dst[0], n)
+			src, dst = src[n:], dst[n:]
+		}
 		for i, v := range src {
 			// Selecting the bits to keep compiles to a conditional move:
 			// no branch to mispredict on activations' random signs. A
@@ -46,6 +51,10 @@ func (d *Device) ReLUBackward(y, dy, dx *tensor.Tensor) {
 	d.pool.parallel(len(ys), reluGrain, func(lo, hi int) {
 		yp, g, out := ys[lo:hi], dys[lo:hi], dxs[lo:hi]
 		g, out = g[:len(yp)], out[:len(yp)]
+		if n := len(yp) &^ 7; elemSIMD && n > 0 {
+			reluBackward8(&yp[0], &g[0], &out[0], n)
+			yp, g, out = yp[n:], g[n:], out[n:]
+		}
 		for i, v := range yp {
 			// As in the forward, a conditional move rather than a branch:
 			// the gradient stops where y ≤ 0 (−0 included) and passes
