@@ -164,6 +164,15 @@ func runsStageBlocks(r *profiler.Record, stage int) Cell {
 	return Cell{Value: int64(n), Text: text}
 }
 
+// ranMillisCell is runsMillisCell for a phase a run may not have run:
+// "—" when it took no time.
+func ranMillisCell(ns int64) Cell {
+	if ns <= 0 {
+		return Empty("—")
+	}
+	return runsMillisCell(ns)
+}
+
 // runsBlockTable is the per-block table of one record; the predict and
 // split-backward columns appear only for records that time them.
 func runsBlockTable(r *profiler.Record) *Table {
@@ -193,12 +202,10 @@ func runsBlockTable(r *profiler.Record) *Table {
 			Column{Key: "backward_weight_nanos", Header: "backward-weight ms", Align: AlignRight})
 	}
 	for _, b := range r.Blocks {
-		recompute := Empty("—")
-		if b.RecomputeNanos > 0 {
-			recompute = runsMillisCell(b.RecomputeNanos)
-		}
+		// A phase the run never ran (a recompute without checkpointing, the
+		// whole backward of a split one) is a dash, not 0 ms.
 		row := []Cell{Int(int64(b.Block + 1)), String(b.Name), Int(int64(b.Stage)), Int(int64(b.Samples)),
-			runsMillisCell(b.ForwardNanos), runsMillisCell(b.BackwardNanos), recompute}
+			runsMillisCell(b.ForwardNanos), ranMillisCell(b.BackwardNanos), ranMillisCell(b.RecomputeNanos)}
 		if predict {
 			row = append(row, runsMillisCell(b.PredictNanos))
 		}

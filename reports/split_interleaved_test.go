@@ -239,6 +239,17 @@ func TestRunDetailSplitAndInterleaved(t *testing.T) {
 	if got := csvColumn(t, blocks, "backward_weight_nanos"); !slices.Equal(got, []string{"700000", "500000"}) {
 		t.Errorf("backward_weight_nanos %q", got)
 	}
+	var md bytes.Buffer
+	if err := Render(&md, tabs[1], FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	// The split run never ran a whole backward nor a recompute: dashes,
+	// not 0 ms.
+	for _, line := range strings.Split(md.String(), "\n") {
+		if strings.Contains(line, "| a ") && strings.Count(line, "—") != 2 {
+			t.Errorf("zb-h1 block row, want dashes for backward and recompute: %s", line)
+		}
+	}
 	if rows := csvRows(t, tabs[3]); slices.Contains(rows[0], "backward_input_nanos") {
 		t.Errorf("a run without split backwards has split-backward block columns: %v", rows[0])
 	}
