@@ -107,24 +107,36 @@ func (d *Device) Conv2DForward(x, w, bias, y *tensor.Tensor, p tensor.Conv2DPara
 		cols := n * pix
 		xs := xd[i0*in : (i0+n)*in]
 		ys := yd[i0*g.o*pix : (i0+n)*g.o*pix]
+		// In place, the product reads a group's samples (direct) and
+		// writes their outputs where they lie, without the gathered and
+		// scattered copies (see colMatrix).
+		inPlace := n > 1 && e.inPlace(pix)
 		src := xs
-		if !g.direct() {
+		switch {
+		case !g.direct():
 			src = s.cols[:k*cols]
 			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { g.im2col(xs, src, cols, lo, hi) })
-		} else if n > 1 {
+		case n > 1 && !inPlace:
 			src = s.cols[:k*cols]
 			e.loop(n*k, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(xs, src, pix, k, n, lo, hi) })
 		}
-		if n == 1 {
+		if n == 1 || inPlace {
 			beta := float32(0)
 			if bd != nil {
 				// Seeding y with the bias lets the product add onto it.
-				for o, b := range bd {
-					fillFloats(ys[o*pix:(o+1)*pix], b)
+				for i := range n * g.o {
+					fillFloats(ys[i*pix:(i+1)*pix], bd[i%g.o])
 				}
 				beta = 1
 			}
-			e.gemm(false, false, g.o, pix, k, 1, wd, k, src, pix, beta, ys, pix)
+			b, c := plainMatrix(src, cols), plainMatrix(ys, pix)
+			if inPlace {
+				c = blockedMatrix(ys, pix, g.o*pix)
+				if g.direct() {
+					b = blockedMatrix(xs, pix, in)
+				}
+			}
+			e.gemmViews(false, g.o, cols, k, 1, wd, k, b, beta, c)
 			return
 		}
 		out := s.outs[:g.o*cols]
@@ -225,6 +237,37 @@ func (e convExec) gemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		return
 	}
 	e.serial.sgemmSerial(e.pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// convInPlace, when false (by tests), makes every convolution gather and
+// scatter its groups' samples rather than multiply them in place.
+var convInPlace = true
+
+// inPlace reports whether a group of samples of pix pixels each can be
+// multiplied in place: blocks of pix columns must be whole slivers of the
+// micro-kernel, and the product must run on the device's own kernels
+// (an external GEMM takes plain matrices only).
+func (e convExec) inPlace(pix int) bool {
+	dev := e.d
+	if dev == nil {
+		dev = e.serial
+	}
+	return convInPlace && dev.extGemm == nil && pix%kernel.nr == 0
+}
+
+// gemmViews is gemm with op(b) and c as views; b is never transposed.
+func (e convExec) gemmViews(transA bool, m, n, k int, alpha float32, a []float32, lda int, b colMatrix, beta float32, c colMatrix) {
+	if convGemmHook != nil {
+		convGemmHook(GemmShape{M: m, N: n, K: k, TransA: transA, Count: 1})
+	}
+	if e.d != nil {
+		e.d.sgemmViews(transA, false, m, n, k, alpha, a, lda, b, beta, c)
+		return
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	gemmRegionViews(kernel, e.pack, transA, false, m, n, k, alpha, a, lda, b, beta, c)
 }
 
 func (e convExec) loop(n, grain int, fn func(lo, hi int)) {

@@ -21,17 +21,29 @@ func (d *Device) Conv2DBackwardData(dy, w, dx *tensor.Tensor, p tensor.Conv2DPar
 		cols := n * pix
 		dys := dyd[i0*g.o*pix : (i0+n)*g.o*pix]
 		dxs := dxd[i0*in : (i0+n)*in]
-		src := dys
-		if n > 1 {
-			src = s.outs[:g.o*cols]
+		// In place (see Conv2DForward), the product reads the group's
+		// output gradients, and for a direct convolution writes its
+		// input gradients, where they lie.
+		inPlace := n > 1 && e.inPlace(pix)
+		b := plainMatrix(dys, pix)
+		switch {
+		case inPlace:
+			b = blockedMatrix(dys, pix, g.o*pix)
+		case n > 1:
+			src := s.outs[:g.o*cols]
 			e.loop(n*g.o, max(1, elementGrain/pix), func(lo, hi int) { gatherCols(dys, src, pix, g.o, n, lo, hi) })
+			b = plainMatrix(src, cols)
 		}
-		if g.direct() && n == 1 {
-			e.gemm(true, false, g.c, pix, g.o, 1, wd, k, src, pix, 0, dxs, pix)
+		if g.direct() && (n == 1 || inPlace) {
+			c := plainMatrix(dxs, pix)
+			if inPlace {
+				c = blockedMatrix(dxs, pix, in)
+			}
+			e.gemmViews(true, g.c, cols, g.o, 1, wd, k, b, 0, c)
 			return
 		}
 		dcol := s.cols[:k*cols]
-		e.gemm(true, false, k, cols, g.o, 1, wd, k, src, cols, 0, dcol, cols)
+		e.gemmViews(true, k, cols, g.o, 1, wd, k, b, 0, plainMatrix(dcol, cols))
 		if g.direct() {
 			e.loop(n*g.c, max(1, elementGrain/pix), func(lo, hi int) { scatterCols(dcol, dxs, nil, pix, g.c, n, lo, hi) })
 			return

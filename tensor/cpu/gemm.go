@@ -129,12 +129,21 @@ func (d *Device) sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		d.extGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	d.sgemmViews(transA, transB, m, n, k, alpha, a, lda, plainMatrix(b, ldb), beta, plainMatrix(c, ldc))
+}
+
+// sgemmViews is sgemm with op(b) and c given as views (see colMatrix),
+// on the device's own kernels.
+func (d *Device) sgemmViews(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b colMatrix, beta float32, c colMatrix) {
+	if m == 0 || n == 0 {
+		return
+	}
 	rt, ct := gemmRegions(m, n, k, d.pool.threads)
 	per := gemmPackElems(m, n, k)
 	pack, release := d.scratch(rt * ct * per)
 	defer release()
 	if rt*ct == 1 {
-		gemmRegion(pack, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		gemmRegionViews(kernel, pack, transA, transB, m, n, k, alpha, a, lda, b, beta, c)
 		return
 	}
 	d.pool.parallel(rt*ct, 1, func(lo, hi int) {
@@ -144,15 +153,12 @@ func (d *Device) sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 			if i0 == i1 || j0 == j1 {
 				continue
 			}
-			ao, bo := i0*lda, j0
+			ao := i0 * lda
 			if transA {
 				ao = i0
 			}
-			if transB {
-				bo = j0 * ldb
-			}
-			as, bs := a[ao:], b[bo:]
-			gemmRegion(pack[r*per:(r+1)*per], transA, transB, i1-i0, j1-j0, k, alpha, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
+			gemmRegionViews(kernel, pack[r*per:(r+1)*per], transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda,
+				b.cols(j0, transB), beta, c.sub(i0, j0))
 		}
 	})
 }
@@ -179,19 +185,28 @@ func gemmRegion(pack []float32, transA, transB bool, m, n, k int, alpha float32,
 
 // gemmRegionWith is gemmRegion with the micro-kernel kern.
 func gemmRegionWith(kern gemmKernel, pack []float32, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemmRegionViews(kern, pack, transA, transB, m, n, k, alpha, a, lda, plainMatrix(b, ldb), beta, plainMatrix(c, ldc))
+}
+
+// gemmRegionViews is gemmRegionWith with op(b) and c given as views. A
+// blocked view's block width must be a multiple of kern.nr, and its
+// first column one too, so that no sliver of B and no tile of C crosses
+// a block.
+func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b colMatrix, beta float32, c colMatrix) {
 	if beta != 0 && beta != 1 {
 		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				row[j] *= beta
-			}
+			c.eachRun(i, n, func(row []float32) {
+				for j := range row {
+					row[j] *= beta
+				}
+			})
 		}
 		beta = 1
 	}
 	if k == 0 || alpha == 0 {
 		if beta == 0 {
 			for i := 0; i < m; i++ {
-				clear(c[i*ldc : i*ldc+n])
+				c.eachRun(i, n, func(row []float32) { clear(row) })
 			}
 		}
 		return
@@ -212,7 +227,7 @@ func gemmRegionWith(kern gemmKernel, pack []float32, transA, transB bool, m, n, 
 		nc := min(gemmNC, n-jc)
 		for pc := 0; pc < k; pc += gemmKC {
 			kc := min(gemmKC, k-pc)
-			pB(bp, transB, b, ldb, pc, jc, kc, nc, nr)
+			b.pack(pB, bp, transB, pc, jc, kc, nc, nr)
 			acc := pc > 0 || beta == 1
 			for ic := 0; ic < m; ic += gemmMC {
 				mc := min(gemmMC, m-ic)
@@ -223,7 +238,7 @@ func gemmRegionWith(kern gemmKernel, pack []float32, transA, transB bool, m, n, 
 					for ir := 0; ir < mc; ir += mr {
 						mb := min(mr, mc-ir)
 						as := ap[ir*kc:]
-						cs := c[(ic+ir)*ldc+jc+jr:]
+						cs, ldc := c.at(ic+ir, jc+jr)
 						rows, fn := mr, kern.fn
 						if mb < mr && kern.partial != nil {
 							rows, fn = kern.partial(mb)
