@@ -313,11 +313,17 @@ func scatterCols(src, dst, bias []float32, pix, rows, n, lo, hi int) {
 func (g *convGeom) im2col(x, col []float32, ld, lo, hi int) {
 	k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
 	var taps [convTapsMax]int32
-	tbl := g.tapTable(taps[:])
+	var tbl []int32
+	padded := g.paddedRows()
+	if !padded {
+		tbl = g.tapTable(taps[:])
+	}
 	for it := lo; it < hi; {
 		s := it / k
 		end := min(hi, (s+1)*k)
-		if tbl != nil {
+		if padded {
+			g.im2colPadded(x[s*in:(s+1)*in], col[s*pix:], ld, it-s*k, end-s*k)
+		} else if tbl != nil {
 			g.im2colTaps(tbl, x[s*in:(s+1)*in], col[s*pix:], ld, it-s*k, end-s*k)
 		} else {
 			g.im2colRows(x[s*in:(s+1)*in], col[s*pix:], ld, it-s*k, end-s*k)

@@ -135,11 +135,17 @@ func (d *Device) Conv2DBackwardFilter(x, dy, dw, dbias *tensor.Tensor, p tensor.
 func (g *convGeom) col2im(dcol []float32, ld int, dx []float32, lo, hi int) {
 	pix, in := g.pixels(), g.c*g.h*g.w
 	var taps [convTapsMax]int32
-	tbl := g.tapTable(taps[:])
+	var tbl []int32
+	padded := g.paddedRows()
+	if !padded {
+		tbl = g.tapTable(taps[:])
+	}
 	for it := lo; it < hi; {
 		s := it / g.c
 		end := min(hi, (s+1)*g.c)
-		if tbl != nil {
+		if padded {
+			g.col2imPadded(dcol[s*pix:], ld, dx[s*in:(s+1)*in], it-s*g.c, end-s*g.c)
+		} else if tbl != nil {
 			g.col2imTaps(tbl, dcol[s*pix:], ld, dx[s*in:(s+1)*in], it-s*g.c, end-s*g.c)
 		} else {
 			g.col2imChannels(dcol[s*pix:], ld, dx[s*in:(s+1)*in], it-s*g.c, end-s*g.c)
