@@ -54,11 +54,16 @@ func PeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, erro
 	if err != nil {
 		return nil, err
 	}
+	return ms.memory(), nil
+}
+
+// memory returns each device's peak bytes by category in the step.
+func (ms *metaStep) memory() []tensor.MemStats {
 	out := make([]tensor.MemStats, len(ms.devices))
 	for d, ds := range ms.devices {
 		out[d] = ds.Memory
 	}
-	return out, nil
+	return out
 }
 
 // metaRun returns the meta step of cfg, from the cache when it ran before.

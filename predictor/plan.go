@@ -266,11 +266,7 @@ func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tensor.MemStats, len(ms.devices))
-	for d, ds := range ms.devices {
-		out[d] = ds.Memory
-	}
-	return out, nil
+	return ms.memory(), nil
 }
 
 // RankPlan marks the rows whose largest device's peak exceeds budget

@@ -18,22 +18,36 @@ var paddedShapes = []struct{ c, h, w, kh, kw, ph, pw int }{
 	{3, 9, 8, 3, 3, 1, 1}, {2, 8, 6, 1, 3, 0, 2},
 }
 
+// paddedGeom returns the geometry of one sample of shape sh, failing
+// the test unless im2col takes it through the padded plane.
+func paddedGeom(t *testing.T, sh struct{ c, h, w, kh, kw, ph, pw int }) convGeom {
+	t.Helper()
+	p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: sh.ph, PadW: sh.pw}
+	oh, ow := p.OutSize(sh.h, sh.w, sh.kh, sh.kw)
+	g := convGeom{n: 1, c: sh.c, h: sh.h, w: sh.w, o: 1, kh: sh.kh, kw: sh.kw, oh: oh, ow: ow, p: p}
+	if !g.paddedRows() {
+		t.Fatalf("%+v: not a padded-rows convolution", sh)
+	}
+	return g
+}
+
+// normals returns n standard normal values.
+func normals(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
 // TestIm2colPadded checks im2colPadded against im2colRows bit for bit,
 // over row ranges that start and end inside a channel.
 func TestIm2colPadded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, sh := range paddedShapes {
 		name := fmt.Sprintf("%+v", sh)
-		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: sh.ph, PadW: sh.pw}
-		oh, ow := p.OutSize(sh.h, sh.w, sh.kh, sh.kw)
-		g := convGeom{n: 1, c: sh.c, h: sh.h, w: sh.w, o: 1, kh: sh.kh, kw: sh.kw, oh: oh, ow: ow, p: p}
-		if !g.paddedRows() {
-			t.Fatalf("%s: not a padded-rows convolution", name)
-		}
-		x := make([]float32, sh.c*sh.h*sh.w)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
+		g := paddedGeom(t, sh)
+		x := normals(rng, sh.c*sh.h*sh.w)
 		k, pix := g.cols(), g.pixels()
 		ld := pix + 3
 		for _, r := range [][2]int{{0, k}, {1, k - 1}, {k / 2, k/2 + 1}} {
@@ -58,15 +72,10 @@ func TestCol2imPadded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, sh := range paddedShapes {
 		name := fmt.Sprintf("%+v", sh)
-		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: sh.ph, PadW: sh.pw}
-		oh, ow := p.OutSize(sh.h, sh.w, sh.kh, sh.kw)
-		g := convGeom{n: 1, c: sh.c, h: sh.h, w: sh.w, o: 1, kh: sh.kh, kw: sh.kw, oh: oh, ow: ow, p: p}
+		g := paddedGeom(t, sh)
 		k, pix := g.cols(), g.pixels()
 		ld := pix + 3
-		dcol := make([]float32, k*ld)
-		for i := range dcol {
-			dcol[i] = float32(rng.NormFloat64())
-		}
+		dcol := normals(rng, k*ld)
 		for _, r := range [][2]int{{0, sh.c}, {1, sh.c}, {0, 1}} {
 			got, want := make([]float32, sh.c*sh.h*sh.w), make([]float32, sh.c*sh.h*sh.w)
 			for i := range got {
@@ -83,49 +92,35 @@ func TestCol2imPadded(t *testing.T) {
 	}
 }
 
-// BenchmarkIm2col times the lowering of resnet50's 8×8 3×3 convolution
-// (layer2 at 64 px) for 8 samples, through the padded plane and through
-// the tap table it replaces.
+// BenchmarkIm2col times the lowering of resnet50's 3×3 convolutions at
+// 64 px through the padded plane, against what it replaced: layer1's
+// (64 channels, 16×16, 4 samples; row copies) and layer2's (128
+// channels, 8×8, 8 samples; the tap table).
 func BenchmarkIm2col(b *testing.B) {
 	p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
-	g := convGeom{n: 8, c: 128, h: 8, w: 8, o: 128, kh: 3, kw: 3, oh: 8, ow: 8, p: p}
-	x := make([]float32, g.n*g.c*g.h*g.w)
-	k, pix := g.cols(), g.pixels()
-	col := make([]float32, k*g.n*pix)
-	b.Run("padded", func(b *testing.B) {
-		for b.Loop() {
-			g.im2col(x, col, g.n*pix, 0, g.n*k)
-		}
-	})
-	b.Run("taps", func(b *testing.B) {
-		var taps [convTapsMax]int32
-		tbl := g.tapTable(taps[:])
-		for b.Loop() {
-			for s := range g.n {
-				g.im2colTaps(tbl, x[s*g.c*64:(s+1)*g.c*64], col[s*pix:], g.n*pix, 0, k)
+	for _, tc := range []struct{ n, c, hw int }{{4, 64, 16}, {8, 128, 8}} {
+		g := convGeom{n: tc.n, c: tc.c, h: tc.hw, w: tc.hw, o: tc.c, kh: 3, kw: 3, oh: tc.hw, ow: tc.hw, p: p}
+		k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
+		x := make([]float32, g.n*in)
+		col := make([]float32, k*g.n*pix)
+		name := fmt.Sprintf("%dx%d", tc.hw, tc.hw)
+		b.Run(name+"/padded", func(b *testing.B) {
+			for b.Loop() {
+				g.im2col(x, col, g.n*pix, 0, g.n*k)
 			}
-		}
-	})
-}
-
-// BenchmarkIm2col16 is BenchmarkIm2col for resnet50's 16×16 3×3
-// convolution (layer1 at 64 px), against the row copies it replaces.
-func BenchmarkIm2col16(b *testing.B) {
-	p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
-	g := convGeom{n: 4, c: 64, h: 16, w: 16, o: 64, kh: 3, kw: 3, oh: 16, ow: 16, p: p}
-	x := make([]float32, g.n*g.c*g.h*g.w)
-	k, pix := g.cols(), g.pixels()
-	col := make([]float32, k*g.n*pix)
-	b.Run("padded", func(b *testing.B) {
-		for b.Loop() {
-			g.im2col(x, col, g.n*pix, 0, g.n*k)
-		}
-	})
-	b.Run("rows", func(b *testing.B) {
-		for b.Loop() {
-			for s := range g.n {
-				g.im2colRows(x[s*g.c*256:(s+1)*g.c*256], col[s*pix:], g.n*pix, 0, k)
+		})
+		b.Run(name+"/before", func(b *testing.B) {
+			var taps [convTapsMax]int32
+			tbl := g.tapTable(taps[:])
+			for b.Loop() {
+				for s := range g.n {
+					if tbl != nil {
+						g.im2colTaps(tbl, x[s*in:(s+1)*in], col[s*pix:], g.n*pix, 0, k)
+					} else {
+						g.im2colRows(x[s*in:(s+1)*in], col[s*pix:], g.n*pix, 0, k)
+					}
+				}
 			}
-		}
-	})
+		})
+	}
 }
