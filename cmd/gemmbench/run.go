@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipecast/pipecast/internal/cpucache"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/tensor"
 	"github.com/pipecast/pipecast/tensor/cpu"
@@ -56,10 +57,11 @@ func run(out, progress io.Writer, o options) error {
 	}
 	head("CPU", "%s (%d logical CPUs)", cpuModel(), runtime.NumCPU())
 	head("ISA", "%s", cpu.InstructionSets())
-	head("caches", "%s", profiler.FormatCaches(profiler.CPUCaches()))
+	head("caches", "%s", cpucache.Format(cpucache.Levels()))
 	head("date", "%s", time.Now().Format("2006-01-02 15:04 MST"))
 	head("go", "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	head("pipecast", "GEMM kernel %s, %d threads", cpu.GemmKernel(), o.threads)
+	mr, nr, kc, mc, nc := cpu.GemmBlocking()
+	head("pipecast", "GEMM kernel %s (%d×%d; KC %d, MC %d, NC %d from the caches), %d threads", cpu.GemmKernel(), mr, nr, kc, mc, nc, o.threads)
 	head("OpenBLAS", "%s", refDesc)
 	head("timing", "median over %d repetitions per product and side (each ≥ %v, sides alternating) of each repetition's median call", o.reps, o.minTime)
 	if len(sides) > 1 {

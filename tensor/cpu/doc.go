@@ -10,6 +10,8 @@
 // tensor.WorkspaceModel (workspace_model.go): its kernels' scratch policy
 // written out (ConvWorkspaceElems, GemmWorkspaceElems). The meta backend
 // looks it up by name to forecast the scratch a CPU run holds, so neither
-// package imports the other. Within pipecast it imports package tensor
-// only (and, under the openblas tag, its own internal binding).
+// package imports the other. Within pipecast it imports package tensor,
+// internal/cpucache (the cache sizes its products' blocking follows,
+// gemm_blocking.go) and, under the openblas tag, its own internal
+// binding.
 package cpu

@@ -8,19 +8,22 @@ import (
 // through sgemm or sgemmSerial below. They follow the layered scheme of
 // Goto and van de Geijn ("Anatomy of High-Performance Matrix
 // Multiplication", 2008) as BLIS writes it: C is updated a KC-deep slice
-// of the inner dimension at a time; each slice of op(B), gemmNC columns
+// of the inner dimension at a time; each slice of op(B), NC columns
 // wide, is packed into slivers of NR columns laid out step by step, each
-// gemmMC-row block of op(A) into slivers of MR rows (alpha folded in),
+// MC-row block of op(A) into slivers of MR rows (alpha folded in),
 // and a register-blocked micro-kernel (gemm_amd64.s, or gemmKernelGo)
 // multiplies one MR-row sliver by one NR-column sliver into an MR×NR
 // block of C. Packing makes every load of the micro-kernel contiguous,
-// whatever the transposes, and keeps an NR sliver of B (32 KiB at most)
-// in L1 while the A slivers stream from L2.
+// whatever the transposes, and keeps an NR sliver of B in L1 while the A
+// slivers stream from L2.
 //
 // sgemm cuts C into one region per thread (along the dimension that
 // packs less) and runs the scheme on each region with its own packing
 // buffers: one hand-off to the pool per product, no synchronisation
 // inside it.
+//
+// KC, MC and NC follow the CPU's caches (gemm_blocking.go), up to the caps
+// below, which size the packing buffers.
 const (
 	gemmKC = 256
 	gemmMC = 144  // a multiple of every kernel's MR
@@ -211,6 +214,7 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 		}
 		return
 	}
+	kern = kern.forCols(n)
 	mr, nr := kern.mr, kern.nr
 	pA, pB := packA, packB
 	if kern.packA != nil {
@@ -223,14 +227,20 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 	aLen := kcMax * roundUp(min(m, gemmMC), gemmMRMax)
 	bLen := kcMax * roundUp(min(n, gemmNC), gemmNRMax)
 	ap, bp, edge := pack[:aLen], pack[aLen:aLen+bLen], pack[aLen+bLen:aLen+bLen+mr*nr]
-	for jc := 0; jc < n; jc += gemmNC {
-		nc := min(gemmNC, n-jc)
-		for pc := 0; pc < k; pc += gemmKC {
-			kc := min(gemmKC, k-pc)
+	blk := kern.blocking()
+	for jc := 0; jc < n; jc += blk.nc {
+		nc := min(blk.nc, n-jc)
+		for pc := 0; pc < k; pc += blk.kc {
+			kc := min(blk.kc, k-pc)
 			b.pack(pB, bp, transB, pc, jc, kc, nc, nr)
 			acc := pc > 0 || beta == 1
-			for ic := 0; ic < m; ic += gemmMC {
-				mc := min(gemmMC, m-ic)
+			if transA && alpha == 1 && kern.strided != nil && nc <= nr {
+				// One sliver of B: packed A would serve it alone.
+				gemmUnpackedA(kern, ap, edge, m, kc, a[pc*lda:], lda, bp, c.sub(0, jc), nc, acc)
+				continue
+			}
+			for ic := 0; ic < m; ic += blk.mc {
+				mc := min(blk.mc, m-ic)
 				pA(ap, transA, a, lda, ic, pc, mc, kc, mr, alpha)
 				for jr := 0; jr < nc; jr += nr {
 					nb := min(nr, nc-jr)
@@ -248,20 +258,63 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 							continue
 						}
 						fn(kc, as, bs, edge, nr, false)
-						for i := 0; i < mb; i++ {
-							dst := cs[i*ldc : i*ldc+nb]
-							src := edge[i*nr : i*nr+nb]
-							if acc {
-								for j, v := range src {
-									dst[j] += v
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
+						addEdge(cs, ldc, edge, nr, mb, nb, acc)
 					}
 				}
 			}
+		}
+	}
+}
+
+// gemmUnpackedA adds (acc) or sets op(A)·B into the m×nb block of C at c
+// (nb ≤ kern.nr), op(A) = aᵀ with a's step p at a[p·lda:] and B one packed
+// sliver of kc steps: full slivers of A straight from a through
+// kern.strided, the ragged last one packed into ap first. edge takes
+// tiles narrower than the kernel.
+func gemmUnpackedA(kern gemmKernel, ap, edge []float32, m, kc int, a []float32, lda int, bs []float32, c colMatrix, nb int, acc bool) {
+	mr, nr := kern.mr, kern.nr
+	for ir := 0; ir < m; ir += mr {
+		mb := min(mr, m-ir)
+		cs, ldc := c.at(ir, 0)
+		if mb < mr {
+			pA := packA
+			if kern.packA != nil {
+				pA = kern.packA
+			}
+			pA(ap, true, a, lda, ir, 0, mb, kc, mr, 1)
+			rows, fn := mr, kern.fn
+			if kern.partial != nil {
+				rows, fn = kern.partial(mb)
+			}
+			if mb == rows && nb == nr {
+				fn(kc, ap, bs, cs, ldc, acc)
+				continue
+			}
+			fn(kc, ap, bs, edge, nr, false)
+			addEdge(cs, ldc, edge, nr, mb, nb, acc)
+			continue
+		}
+		if nb == nr {
+			kern.strided(kc, a[ir:], lda, bs, cs, ldc, acc)
+			continue
+		}
+		kern.strided(kc, a[ir:], lda, bs, edge, nr, false)
+		addEdge(cs, ldc, edge, nr, mb, nb, acc)
+	}
+}
+
+// addEdge adds (acc) or copies the mb×nb tile at edge (rows nr apart)
+// into c (rows ldc apart).
+func addEdge(c []float32, ldc int, edge []float32, nr, mb, nb int, acc bool) {
+	for i := 0; i < mb; i++ {
+		dst := c[i*ldc : i*ldc+nb]
+		src := edge[i*nr : i*nr+nb]
+		if acc {
+			for j, v := range src {
+				dst[j] += v
+			}
+		} else {
+			copy(dst, src)
 		}
 	}
 }

@@ -62,8 +62,10 @@ func packA6T(kc int, src *float32, lda int, dst *float32, alpha float32)
 const gatherMaxLD = 1 << 26
 
 var (
-	gemmKernelAVX512 = gemmKernel{name: "avx512", mr: 12, nr: 32, fn: kern512, partial: partialAVX512, packA: packA512, packB: packB512}
-	gemmKernelAVX2   = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: kern256, partial: partialAVX2, packA: packA256, packB: packB256}
+	gemmKernelAVX512 = gemmKernel{name: "avx512", mr: 12, nr: 32, fn: kern512, partial: partialAVX512, packA: packA512, packB: packB512,
+		strided: kern512S, narrow: &gemmKernelAVX512N16}
+	gemmKernelAVX2 = gemmKernel{name: "avx2", mr: 6, nr: 16, fn: kern256, partial: partialAVX2, packA: packA256, packB: packB256,
+		strided: kern256S, narrow: &gemmKernelAVX2N8}
 )
 
 // gemmKernels lists the micro-kernels this CPU can run, fastest first.
@@ -248,23 +250,23 @@ func packA256(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr i
 	}
 }
 
-// packB256 is packB for 16-column slivers: a run of columns per step is
-// a copy already, and full slivers of transposed B go through packBT8
-// for whole groups of 8 steps.
+// packB256 is packB for slivers of 8 or 16 columns (nr): a run of
+// columns per step is a copy already, and full slivers of transposed B go
+// through packBT8 for whole groups of 8 steps.
 func packB256(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int) {
-	full := nc / 16 * 16
+	full := nc / nr * nr
 	kc8 := kc &^ 7
 	if !transB || kc8 == 0 {
 		packB(dst, transB, b, ldb, pc, jc, kc, nc, nr)
 		return
 	}
-	for t := 0; t < full; t += 16 {
-		out := dst[t*kc : (t+16)*kc]
+	for t := 0; t < full; t += nr {
+		out := dst[t*kc : (t+nr)*kc]
 		base := (jc+t)*ldb + pc
-		_ = b[base+15*ldb+kc8-1]
-		packBT8(kc8, &b[base], ldb, &out[0], 2)
+		_ = b[base+(nr-1)*ldb+kc8-1]
+		packBT8(kc8, &b[base], ldb, &out[0], nr/8)
 		if kc8 < kc {
-			packB(out[kc8*16:], true, b, ldb, pc+kc8, jc+t, kc-kc8, 16, 16)
+			packB(out[kc8*nr:], true, b, ldb, pc+kc8, jc+t, kc-kc8, nr, nr)
 		}
 	}
 	if full < nc {

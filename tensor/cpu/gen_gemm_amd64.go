@@ -24,6 +24,9 @@ type kernel struct {
 	reg        string
 	zero       string // the instruction that clears an accumulator
 	broadcasts int    // registers broadcasts rotate through
+	// strided kernels read A unpacked: step p of the sliver is the rows'
+	// values at a + p·lda, lda an argument (a transposed A as it lies).
+	strided bool
 }
 
 func main() {
@@ -51,6 +54,45 @@ func main() {
 		}
 		write(&b, k)
 	}
+	// Narrow kernels, one vector register per row of C, for products of
+	// few columns (a convolution on 1×1 maps), and their strided forms.
+	narrow := []struct {
+		base kernel
+		name string
+		doc  string
+	}{
+		{avx512, "kernAVX512N16", "kernAVX512 on 16-column slivers"},
+		{avx2, "kernAVX2N8", "kernAVX2 on 8-column slivers"},
+	}
+	for _, n := range narrow {
+		k := n.base
+		k.vecs = 1
+		for _, rows := range []int{k.stride, k.stride * 2 / 3, k.stride / 3} {
+			k.rows = rows
+			k.name = n.name
+			doc := n.name + " is " + n.doc + ":\n// products of at most that many columns waste no multiply-adds."
+			if rows < k.stride {
+				k.name = fmt.Sprintf("%sx%d", n.name, rows)
+				doc = k.name + " is " + n.name + " for the first " + fmt.Sprint(rows) + " rows of a sliver."
+			}
+			b.WriteString("\n// " + doc)
+			write(&b, k)
+		}
+	}
+	strided := []struct {
+		base kernel
+		vecs int
+		name string
+	}{
+		{avx512, 2, "kernAVX512S"}, {avx512, 1, "kernAVX512N16S"},
+		{avx2, 2, "kernAVX2S"}, {avx2, 1, "kernAVX2N8S"},
+	}
+	for _, st := range strided {
+		k := st.base
+		k.vecs, k.name, k.strided = st.vecs, st.name, true
+		b.WriteString("\n// " + k.name + " is " + strings.TrimSuffix(k.name, "S") + " on an unpacked A whose steps lie lda\n// values apart: a transposed A multiplied by few columns needs no packing.")
+		write(&b, k)
+	}
 	if err := os.WriteFile("gemm_amd64.s", []byte(b.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -72,9 +114,18 @@ func write(b *strings.Builder, k kernel) {
 		bcast = func(r int) string { return fmt.Sprintf("Z%d", 26+r%k.broadcasts) }
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("\n// func %s(kc int, a, b, c *float32, ldc int, acc bool)", k.name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-41", k.name)
-	for _, l := range []string{"MOVQ kc+0(FP), CX", "MOVQ a+8(FP), SI", "MOVQ b+16(FP), DI", "MOVQ c+24(FP), DX", "MOVQ ldc+32(FP), R8", "SHLQ $2, R8"} {
+	args := []string{"MOVQ kc+0(FP), CX", "MOVQ a+8(FP), SI", "MOVQ b+16(FP), DI", "MOVQ c+24(FP), DX", "MOVQ ldc+32(FP), R8", "SHLQ $2, R8"}
+	accArg := "acc+40(FP)"
+	if k.strided {
+		p("\n// func %s(kc int, a *float32, lda int, b, c *float32, ldc int, acc bool)", k.name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-49", k.name)
+		args = []string{"MOVQ kc+0(FP), CX", "MOVQ a+8(FP), SI", "MOVQ lda+16(FP), R9", "SHLQ $2, R9", "MOVQ b+24(FP), DI", "MOVQ c+32(FP), DX", "MOVQ ldc+40(FP), R8", "SHLQ $2, R8"}
+		accArg = "acc+48(FP)"
+	} else {
+		p("\n// func %s(kc int, a, b, c *float32, ldc int, acc bool)", k.name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-41", k.name)
+	}
+	for _, l := range args {
 		p("\t%s", l)
 	}
 	for r := range k.rows {
@@ -94,12 +145,16 @@ func write(b *strings.Builder, k kernel) {
 			p("\tVFMADD231PS %s, %s, %s", bReg(v), bcast(r), acc(r, v))
 		}
 	}
-	p("\tADDQ $%d, SI", 4*k.stride)
+	if k.strided {
+		p("\tADDQ R9, SI")
+	} else {
+		p("\tADDQ $%d, SI", 4*k.stride)
+	}
 	p("\tADDQ $%d, DI", k.vecs*k.width)
 	p("\tDECQ CX")
 	p("\tJNE %sloop", k.name)
 	p("%sstore:", k.name)
-	p("\tMOVBLZX acc+40(FP), AX")
+	p("\tMOVBLZX %s, AX", accArg)
 	p("\tTESTL AX, AX")
 	p("\tJEQ %sset", k.name)
 	rowsOut := func(add bool) {
