@@ -123,15 +123,26 @@ func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DPara
 			xp, gp, dxp := xs[pl*in:(pl+1)*in], dys[pl*out:(pl+1)*out], dxs[pl*in:(pl+1)*in]
 			clear(dxp)
 			for i, rb := range rows {
-				grow := gp[i*g.ow : (i+1)*g.ow]
-				cols := cols[:len(grow)]
-				for j, cb := range cols {
-					at := windowArgMax(xp, g.w, rb.lo, rb.hi, cb.lo, cb.hi)
-					dxp[at] += grow[j]
-				}
+				rowArgMaxAdd(dxp, xp, gp[i*g.ow:(i+1)*g.ow], g.w, rb, cols)
 			}
 		}
 	})
+}
+
+// rowArgMaxAdd adds grow[j] to dxp at the maximum of x's window over the
+// rows rb and the columns cols[j], for each j; full 3×3 windows take
+// argMax3x3.
+func rowArgMaxAdd(dxp, x, grow []float32, w int, rb poolSpan, cols []poolSpan) {
+	cols = cols[:len(grow)]
+	for j, cb := range cols {
+		var at int
+		if rb.hi-rb.lo == 3 && cb.hi-cb.lo == 3 {
+			at = rb.lo*w + cb.lo + argMax3x3(x[rb.lo*w+cb.lo:], w)
+		} else {
+			at = windowArgMax(x, w, rb.lo, rb.hi, cb.lo, cb.hi)
+		}
+		dxp[at] += grow[j]
+	}
 }
 
 // windowArgMax returns the index in x of the window's maximum as torch's
@@ -139,14 +150,84 @@ func (d *Device) MaxPool2DBackward(x, dy, dx *tensor.Tensor, p tensor.Pool2DPara
 // a later element only if that one is strictly greater or NaN. So the
 // first of tied maxima wins (the first of the window when all are −∞),
 // and the last NaN when there are NaNs.
+//
+// It has no branch to mispredict: each element's order key goes into
+// the high half of an int64 and its place in the window, counted down,
+// into the low half (argMaxPack), so that the builtin max of those picks
+// the greatest key and, among equal keys, the first. ±0 share a key; a
+// window with a NaN, which the keys do not order as torch does, is
+// scanned again for its last NaN.
 func windowArgMax(x []float32, w, r0, r1, c0, c1 int) int {
-	best, at := float32(math.Inf(-1)), r0*w+c0
+	best, _ := argMaxPack(float32(math.Inf(-1)), 0, 32)
+	nan := int32(0)
 	for r := r0; r < r1; r++ {
+		off := (r - r0) * w
 		for k, v := range x[r*w+c0 : r*w+c1] {
-			if v > best || v != v {
-				best, at = v, r*w+c0+k
+			p, n := argMaxPack(v, off+k, 32)
+			best, nan = max(best, p), nan|n
+		}
+	}
+	if nan < 0 {
+		return lastNaN(x, w, r0, r1, c0, c1)
+	}
+	return r0*w + c0 + argMaxUnpack(best, 32)
+}
+
+// argMax3x3 is windowArgMax for the 3×3 window whose top left is x[0],
+// rows w apart: its index in x. A window without a sign bit set (after a
+// ReLU, as in the models' poolings) takes a shorter way: its elements'
+// bits order as their values do (a NaN's above +Inf's), so they are
+// packed as they are. Others take windowArgMax.
+func argMax3x3(x []float32, w int) int {
+	a, b, c := x[0:3], x[w:w+3], x[2*w:2*w+3]
+	p0, p1, p2 := argMaxPackBits(a[0], 0), argMaxPackBits(a[1], 1), argMaxPackBits(a[2], 2)
+	p3, p4, p5 := argMaxPackBits(b[0], 3), argMaxPackBits(b[1], 4), argMaxPackBits(b[2], 5)
+	p6, p7, p8 := argMaxPackBits(c[0], 6), argMaxPackBits(c[1], 7), argMaxPackBits(c[2], 8)
+	if (p0|p1|p2|p3|p4|p5|p6|p7|p8)&(1<<(31+8)) != 0 {
+		return windowArgMax(x, w, 0, 3, 0, 3)
+	}
+	best := max(p0, p1, p2, p3, p4, p5, p6, p7, p8)
+	if best>>8 > 0x7f800000 {
+		return lastNaN(x, w, 0, 3, 0, 3)
+	}
+	i := argMaxUnpack(best, 8)
+	return i/3*w + i%3
+}
+
+// argMaxPackBits packs v's bits as argMaxPack packs its key (8 bits for
+// i); for a v without its sign bit set they are its order key, a NaN's
+// above all numbers'.
+func argMaxPackBits(v float32, i int) int64 {
+	return int64(math.Float32bits(v))<<8 | int64(255-i)
+}
+
+// argMaxPack returns v's order key shifted up by bits with the complement
+// of i (< 1<<bits) below it, and a value that is negative if and only if
+// v is a NaN. The key is an int32 that orders numbers as floating point
+// does, with −0 and +0 equal: the sign and magnitude of v's bits taken
+// to two's complement.
+func argMaxPack(v float32, i, bits int) (packed int64, nan int32) {
+	b := int32(math.Float32bits(v))
+	s, mag := b>>31, b&math.MaxInt32
+	low := int64(1)<<bits - 1
+	return int64((mag^s)-s)<<bits | (low - int64(i)), mag + (1<<23 - 1)
+}
+
+// argMaxUnpack returns the i that argMaxPack packed.
+func argMaxUnpack(packed int64, bits int) int {
+	low := int64(1)<<bits - 1
+	return int(low - packed&low)
+}
+
+// lastNaN returns the index in x of the window's last NaN, or that of
+// its first element if it has none.
+func lastNaN(x []float32, w, r0, r1, c0, c1 int) int {
+	for r := r1 - 1; r >= r0; r-- {
+		for k := c1 - 1; k >= c0; k-- {
+			if v := x[r*w+k]; v != v {
+				return r*w + k
 			}
 		}
 	}
-	return at
+	return r0*w + c0
 }
