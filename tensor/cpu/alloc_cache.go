@@ -40,7 +40,8 @@ type allocCache struct {
 	bytes int64
 }
 
-// take returns a kept buffer of exactly n elements, zeroed, or nil.
+// take returns a kept buffer of exactly n elements, or nil. The buffer
+// holds what its last tensor left: the caller zeroes it.
 func (c *allocCache) take(n int) []float32 {
 	if cacheMode == "off" {
 		return nil
@@ -56,7 +57,6 @@ func (c *allocCache) take(n int) []float32 {
 	c.free[n] = bufs[:len(bufs)-1]
 	c.bytes -= int64(n) * 4
 	c.mu.Unlock()
-	clear(b)
 	return b
 }
 
