@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/pipecast/pipecast/models"
@@ -89,58 +88,13 @@ func (w *worker) checkGradients(st int) error {
 }
 
 // firstNonFinite returns the index and value of t's first NaN or
-// infinity, or −1.
+// infinity, or −1, screened where t lies (tensor.FirstNonFinite).
 func firstNonFinite(t *tensor.Tensor) (int, float32) {
-	vals, ok := t.Storage().Mem.([]float32) // the CPU backend's: read in place
-	if ok {
-		vals = vals[t.Offset() : t.Offset()+t.Len()]
-	} else {
-		vals = tensor.ToHost(t)
+	i := tensor.FirstNonFinite(t)
+	if i < 0 {
+		return -1, 0
 	}
-	if i := firstNonFiniteIn(vals); i >= 0 {
-		return i, vals[i]
-	}
-	return -1, 0
-}
-
-// finiteChunk is how many values firstNonFiniteIn screens between two
-// tests of its accumulators.
-const finiteChunk = 1024
-
-// firstNonFiniteIn returns the index of the first NaN or infinity of
-// vals, or −1. It runs on every gradient every step, so it screens
-// chunks branch-free on the bits: a float32 is a NaN or an infinity
-// exactly when its exponent field is all ones, and adding one to the
-// exponent field then carries into the sign bit, which OR collects;
-// only a chunk that collected it is searched value by value. It screens
-// 1 Mi values in 0.35 ms, 2.3 times as fast as testing each value (a
-// 2-core AMD EPYC, 2026-12-01), near what memory delivers for a
-// ResNet-50's 100 MB of gradients.
-func firstNonFiniteIn(vals []float32) int {
-	const exp, one, sign = 0x7f800000, 0x00800000, 0x80000000
-	for lo := 0; lo < len(vals); lo += finiteChunk {
-		chunk := vals[lo:min(lo+finiteChunk, len(vals))]
-		var a0, a1, a2, a3 uint32
-		i := 0
-		for ; i+4 <= len(chunk); i += 4 {
-			a0 |= math.Float32bits(chunk[i])&exp + one
-			a1 |= math.Float32bits(chunk[i+1])&exp + one
-			a2 |= math.Float32bits(chunk[i+2])&exp + one
-			a3 |= math.Float32bits(chunk[i+3])&exp + one
-		}
-		for ; i < len(chunk); i++ {
-			a0 |= math.Float32bits(chunk[i])&exp + one
-		}
-		if (a0|a1|a2|a3)&sign == 0 {
-			continue
-		}
-		for j, v := range chunk {
-			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-				return lo + j
-			}
-		}
-	}
-	return -1
+	return i, tensor.ToHost(t)[i] // a copy only on the way to a fault
 }
 
 // opError returns the error of op as runStep reports it: a Fault as it

@@ -53,3 +53,13 @@ type AcceleratorInfo struct {
 	// when asked (every process and device on it together).
 	FreeBytes, TotalBytes int64
 }
+
+// FiniteScreener is implemented by devices that find a tensor's first NaN
+// or infinity where its values lie, on their own threads (the CPU
+// backend's): training screens every gradient every step. Callers use
+// FirstNonFinite.
+type FiniteScreener interface {
+	// FirstNonFinite returns the index of t's first NaN or infinity, or
+	// −1.
+	FirstNonFinite(t *Tensor) int
+}

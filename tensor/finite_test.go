@@ -1,4 +1,4 @@
-package runner
+package tensor
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 // (which must pass), and the first of several.
 func TestFirstNonFiniteIn(t *testing.T) {
 	bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00001), math.Float32frombits(0xff800001)}
-	for _, n := range []int{0, 1, 3, 4, 5, finiteChunk - 1, finiteChunk, finiteChunk + 3, 3*finiteChunk + 2} {
+	for _, n := range []int{0, 1, 3, 4, 5, FiniteChunk - 1, FiniteChunk, FiniteChunk + 3, 3*FiniteChunk + 2} {
 		vals := make([]float32, n)
 		for i := range vals {
 			switch i % 4 {
@@ -25,7 +25,7 @@ func TestFirstNonFiniteIn(t *testing.T) {
 				vals[i] = float32(i) - 0.5
 			}
 		}
-		if got := firstNonFiniteIn(vals); got != -1 {
+		if got := FirstNonFiniteIn(vals); got != -1 {
 			t.Fatalf("n=%d, all finite: got %d, want -1", n, got)
 		}
 		for pos := 0; pos < n; pos += max(1, n/37) {
@@ -35,7 +35,7 @@ func TestFirstNonFiniteIn(t *testing.T) {
 				if pos+2 < n {
 					vals[pos+2] = b // a later one must not win
 				}
-				if got := firstNonFiniteIn(vals); got != pos {
+				if got := FirstNonFiniteIn(vals); got != pos {
 					t.Errorf("n=%d, %v at %d: got %d", n, b, pos, got)
 				}
 				copy(vals, keep)
@@ -52,7 +52,7 @@ func BenchmarkFirstNonFiniteIn(b *testing.B) {
 	}
 	b.SetBytes(int64(len(vals)) * 4)
 	for b.Loop() {
-		if firstNonFiniteIn(vals) != -1 {
+		if FirstNonFiniteIn(vals) != -1 {
 			b.Fatal("finite values reported")
 		}
 	}
