@@ -51,22 +51,31 @@ func (l *BatchNorm2D) OutShape(in tensor.Shape) (tensor.Shape, error) {
 }
 
 // batchNormContext keeps x and the batch statistics of a training
-// forward; an evaluation forward keeps x only (mean and invStd nil).
+// forward; an evaluation forward keeps x only (mean and invStd nil). A
+// forward fused with the ReLU after it keeps that ReLU's output too.
 type batchNormContext struct {
 	x, mean, invStd *tensor.Tensor
+	relu            *tensor.Tensor // the fused ReLU's output, or nil
 }
 
 func (c *batchNormContext) Release() {
 	c.x.Release()
 	c.mean.Release()
 	c.invStd.Release()
-	c.x, c.mean, c.invStd = nil, nil, nil
+	c.relu.Release()
+	c.x, c.mean, c.invStd, c.relu = nil, nil, nil, nil
 }
 
 // Forward normalises x: in training mode with the batch's statistics,
 // updating the running statistics and num_batches_tracked unless
 // p.FreezeStats; in evaluation mode with the running statistics.
 func (l *BatchNorm2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
+	return l.forward(p, x, false)
+}
+
+// forward is Forward, with the ReLU after it fused into the training
+// kernel where relu (see fuseBatchNormReLU).
+func (l *BatchNorm2D) forward(p *Pass, x *tensor.Tensor, relu bool) (*tensor.Tensor, Context) {
 	mustOutShape("batchnorm2d", l, x)
 	dev := p.Dev
 	if p.Train && x.Len() == l.Channels {
@@ -88,7 +97,11 @@ func (l *BatchNorm2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Contex
 	if p.FreezeStats {
 		runMean, runVar = nil, nil
 	}
-	dev.BatchNormTrain(x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
+	if relu {
+		dev.(tensor.BatchNormReLUKernels).BatchNormReLUTrain(x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
+	} else {
+		dev.BatchNormTrain(x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
+	}
 	if !p.FreezeStats {
 		*l.NumBatchesTracked.Count++
 	}
@@ -97,7 +110,11 @@ func (l *BatchNorm2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Contex
 		invStd.Release()
 		return y, nil
 	}
-	return y, &batchNormContext{x: x.Retain(), mean: mean, invStd: invStd}
+	c := &batchNormContext{x: x.Retain(), mean: mean, invStd: invStd}
+	if relu {
+		c.relu = y.Retain()
+	}
+	return y, c
 }
 
 // Backward returns dx and accumulates the gradients of weight and bias.
@@ -109,6 +126,10 @@ func (l *BatchNorm2D) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.
 	dx := p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
 	if c.mean == nil {
 		l.evalBackward(p.Dev, c.x, dy, dx)
+		return dx
+	}
+	if c.relu != nil {
+		p.Dev.(tensor.BatchNormReLUKernels).BatchNormReLUBackward(c.x, c.relu, dy, l.Weight.Value, c.mean, c.invStd, dx, l.Weight.GradFor(p.Dev), l.Bias.GradFor(p.Dev))
 		return dx
 	}
 	p.Dev.BatchNormBackward(c.x, dy, l.Weight.Value, c.mean, c.invStd, dx, l.Weight.GradFor(p.Dev), l.Bias.GradFor(p.Dev))

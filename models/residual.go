@@ -81,7 +81,16 @@ func (l *Residual) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) 
 		s.Release()
 	}
 	y := sum
-	if l.Post != nil {
+	switch _, relu := l.Post.(*ReLU); {
+	case relu && sum.Refs() == 1:
+		// The sum is this block's alone: ReLU it in place (the kernels
+		// allow y to alias x), rather than into a tensor of its own
+		// allocated and zeroed beside it.
+		p.Dev.ReLUForward(sum, sum)
+		if p.Grad {
+			c.post = &reluContext{y: sum.Retain()}
+		}
+	case l.Post != nil:
 		y, c.post = l.Post.Forward(p, sum)
 		sum.Release()
 	}

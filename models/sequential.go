@@ -72,16 +72,29 @@ func (s *Sequential) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context
 	if p.Grad {
 		ctxs = make([]Context, len(s.Layers))
 	}
-	h := x
-	for i, c := range s.Layers {
-		y, ctx := c.Layer.Forward(p, h)
-		if i > 0 { // x is borrowed; later inputs are ours
+	h, owned := x, false // x is borrowed; later inputs are ours
+	for i := 0; i < len(s.Layers); i++ {
+		var y *tensor.Tensor
+		var ctx Context
+		bn, fused := s.fusesReLU(p, i)
+		if fused {
+			y, ctx = bn.forward(p, h, true)
+		} else {
+			y, ctx = s.Layers[i].Layer.Forward(p, h)
+		}
+		if owned {
 			h.Release()
 		}
 		if p.Grad {
 			ctxs[i] = ctx
 		}
-		h = y
+		if fused {
+			i++ // the ReLU ran inside the batch norm
+			if p.Grad {
+				ctxs[i] = fusedReLUContext{}
+			}
+		}
+		h, owned = y, true
 	}
 	if !p.Grad {
 		return h, nil
@@ -107,18 +120,48 @@ func (s *Sequential) backward(ctx Context, dy *tensor.Tensor, child childBackwar
 		return identityBackward(ctx, dy)
 	}
 	c := ctx.(*sequentialContext)
-	d := dy
+	d, owned := dy, false // dy is borrowed; later gradients are ours
 	for i := len(s.Layers) - 1; i >= 0; i-- {
+		if _, ok := c.ctxs[i].(fusedReLUContext); ok {
+			continue // its batch norm's backward runs it
+		}
 		dx := child(s.Layers[i].Layer, c.ctxs[i], d)
-		c.ctxs[i] = nil          // released by that backward
-		if i < len(s.Layers)-1 { // dy is borrowed; later gradients are ours
+		c.ctxs[i] = nil // released by that backward
+		if owned {
 			d.Release()
 		}
-		d = dx
+		d, owned = dx, true
 	}
 	c.Release()
 	return d
 }
+
+// fusesReLU reports whether child i, a batch norm in training, runs
+// fused with the ReLU that follows it: where the device fuses them
+// (tensor.BatchNormReLUKernels), the pair runs as one kernel, which
+// neither writes nor zeroes the batch norm's output apart, nor, in the
+// backward, the ReLU's gradient; the results are the same bits. The
+// layers and their names stay as they are.
+func (s *Sequential) fusesReLU(p *Pass, i int) (*BatchNorm2D, bool) {
+	if !p.Train || i+1 >= len(s.Layers) {
+		return nil, false
+	}
+	bn, ok := s.Layers[i].Layer.(*BatchNorm2D)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := s.Layers[i+1].Layer.(*ReLU); !ok {
+		return nil, false
+	}
+	_, ok = p.Dev.(tensor.BatchNormReLUKernels)
+	return bn, ok
+}
+
+// fusedReLUContext stands in a sequential's context for a ReLU that ran
+// inside its batch norm's kernel; it holds nothing.
+type fusedReLUContext struct{}
+
+func (fusedReLUContext) Release() {}
 
 // Params returns nil: a container's parameters belong to its children.
 func (s *Sequential) Params() []*Param { return nil }

@@ -63,3 +63,16 @@ type FiniteScreener interface {
 	// −1.
 	FirstNonFinite(t *Tensor) int
 }
+
+// BatchNormReLUKernels is implemented by devices that fuse a training
+// batch norm with the ReLU after it (the CPU backend's, and the meta
+// backend's, which accounts what a CPU run holds). Layers test for it
+// and otherwise run the two kernels apart; the results are the same.
+type BatchNormReLUKernels interface {
+	// BatchNormReLUTrain is BatchNormTrain with y = max(y, 0) after.
+	BatchNormReLUTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *Tensor, p BatchNormParams)
+	// BatchNormReLUBackward is ReLUBackward through y, the fused
+	// forward's output, then BatchNormBackward: dx, dgamma and dbeta
+	// from dy, the gradient of y.
+	BatchNormReLUBackward(x, y, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *Tensor)
+}

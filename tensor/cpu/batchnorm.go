@@ -71,7 +71,12 @@ func (l bnLayout) parallel(d *Device, fn func(c0, c1 int)) {
 // (exact for x near it) before scaling keeps a large offset in x from
 // costing precision, and b carries the part of the mean that mf lost.
 func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams) {
-	const op = "batchnorm train"
+	d.bnTrain("batchnorm train", x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd, p, false)
+}
+
+// bnTrain is BatchNormTrain, followed where relu by a ReLU of each block
+// of y while it is still in cache (BatchNormReLUTrain).
+func (d *Device) bnTrain(op string, x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams, relu bool) {
 	l := d.bnLayout(op, x)
 	m := l.n * l.hw
 	if m <= 1 {
@@ -117,7 +122,11 @@ func (d *Device) BatchNormTrain(x, gamma, beta, y, runMean, runVar, saveMean, sa
 			}
 		}
 		for i := 0; i < l.n; i++ {
-			bnAffine(l.block(xs, i, c0, c1), l.block(ys, i, c0, c1), l.hw, mf[:k], a[:k], b[:k])
+			yb := l.block(ys, i, c0, c1)
+			bnAffine(l.block(xs, i, c0, c1), yb, l.hw, mf[:k], a[:k], b[:k])
+			if relu {
+				reluSlice(yb, yb)
+			}
 		}
 	})
 }
@@ -154,10 +163,22 @@ func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor
 // float64 (mean is the saved float32 mean, so x − mean is exact for x
 // near it).
 func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
-	const op = "batchnorm backward"
+	d.bnBackward("batchnorm backward", x, nil, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta)
+}
+
+// bnBackward is BatchNormBackward; with y, the output of a ReLU that
+// followed the batch norm, it first passes dy through that ReLU's
+// backward, block by block into a small buffer
+// (BatchNormReLUBackward).
+func (d *Device) bnBackward(op string, x, y, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
 	l := d.bnLayout(op, x)
 	tensor.SameShape(op, x, dy, dx)
 	xs, dys, dxs := Data(x), d.data(op, dy, x.Len()), d.data(op, dx, x.Len())
+	var ys []float32
+	if y != nil {
+		tensor.SameShape(op, x, y)
+		ys = d.data(op, y, x.Len())
+	}
 	gs, sm, si := d.data(op, gamma, l.c), d.data(op, saveMean, l.c), d.data(op, saveInvStd, l.c)
 	dg, db := d.data(op, dgamma, l.c), d.data(op, dbeta, l.c)
 	fm := float64(l.n * l.hw)
@@ -168,9 +189,19 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 		var sumDy, sumDyXc [bnBlock]float64
 		var pc, qc, rc [bnBlock]float32
 		k := c1 - c0
+		var buf *[bnMaskMax]float32
+		if ys != nil {
+			buf = bnMaskBufs.Get().(*[bnMaskMax]float32)
+			defer bnMaskBufs.Put(buf)
+		}
 		mean := sm[c0:c1]
 		for i := 0; i < l.n; i++ {
-			bnGradientSums(l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.hw, mean, sumDy[:k], sumDyXc[:k])
+			xb, gb := l.block(xs, i, c0, c1), l.block(dys, i, c0, c1)
+			if ys == nil {
+				bnGradientSums(xb, gb, l.hw, mean, sumDy[:k], sumDyXc[:k])
+			} else {
+				bnGradientSumsMasked(buf, xb, l.block(ys, i, c0, c1), gb, l.hw, mean, sumDy[:k], sumDyXc[:k])
+			}
 		}
 		for j := range k {
 			ch := c0 + j
@@ -184,8 +215,12 @@ func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamm
 			db[ch] += float32(sumDy[j])
 		}
 		for i := 0; i < l.n; i++ {
-			bnGradient(l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.block(dxs, i, c0, c1), l.hw,
-				mean, pc[:k], qc[:k], rc[:k])
+			xb, gb, ob := l.block(xs, i, c0, c1), l.block(dys, i, c0, c1), l.block(dxs, i, c0, c1)
+			if ys == nil {
+				bnGradient(xb, gb, ob, l.hw, mean, pc[:k], qc[:k], rc[:k])
+			} else {
+				bnGradientMasked(buf, xb, l.block(ys, i, c0, c1), gb, ob, l.hw, mean, pc[:k], qc[:k], rc[:k])
+			}
 		}
 	})
 }

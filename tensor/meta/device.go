@@ -27,6 +27,8 @@ var (
 	_ tensor.Device         = (*Device)(nil)
 	_ tensor.MACCounter     = (*Device)(nil)
 	_ tensor.SymbolicDevice = (*Device)(nil)
+
+	_ tensor.BatchNormReLUKernels = (*Device)(nil)
 )
 
 // New returns a meta device standing in for one thread.

@@ -75,6 +75,16 @@ func (d *Device) BatchNormEval(x, gamma, beta, runMean, runVar, y *tensor.Tensor
 func (d *Device) BatchNormBackward(x, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
 }
 
+// BatchNormReLUTrain does nothing: a meta device fuses batch norm with
+// ReLU as the CPU backend does, so that its layers allocate what a CPU
+// run's do.
+func (d *Device) BatchNormReLUTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *tensor.Tensor, p tensor.BatchNormParams) {
+}
+
+// BatchNormReLUBackward does nothing.
+func (d *Device) BatchNormReLUBackward(x, y, dy, gamma, saveMean, saveInvStd, dx, dgamma, dbeta *tensor.Tensor) {
+}
+
 // SoftmaxCrossEntropy returns 0.
 func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlogits *tensor.Tensor, scale float32) float64 {
 	return 0
