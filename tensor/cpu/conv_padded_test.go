@@ -9,13 +9,16 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// paddedShapes are stride-1 convolutions with output rows of 4, 8 and
-// 16 values: 3×3 and 5×5 kernels, with and without padding, square and
-// not.
+// paddedShapes are stride-1 convolutions with output rows of 4 to 16
+// values: 3×3, 5×5, 1×7 and 7×1 kernels, with and without padding,
+// square and not.
 var paddedShapes = []struct{ c, h, w, kh, kw, ph, pw int }{
 	{3, 8, 8, 3, 3, 1, 1}, {5, 4, 4, 3, 3, 1, 1}, {2, 16, 16, 3, 3, 1, 1},
 	{4, 10, 10, 3, 3, 0, 0}, {3, 8, 8, 5, 5, 2, 2}, {2, 6, 16, 3, 1, 0, 0},
 	{3, 9, 8, 3, 3, 1, 1}, {2, 8, 6, 1, 3, 0, 2},
+	// other widths (Inception-v3's 9×9 maps at 96 px, 1×7 and 7×1 on 4×4)
+	{3, 9, 9, 3, 3, 1, 1}, {2, 9, 9, 5, 5, 2, 2}, {2, 4, 4, 1, 7, 0, 3}, {2, 4, 4, 7, 1, 3, 0},
+	{2, 5, 5, 3, 3, 1, 1}, {2, 7, 12, 3, 3, 1, 1}, {2, 6, 15, 1, 1, 0, 0},
 }
 
 // paddedGeom returns the geometry of one sample of shape sh, failing
@@ -97,13 +100,13 @@ func TestCol2imPadded(t *testing.T) {
 // (64 channels, 16×16, 4 samples; row copies) and layer2's (128
 // channels, 8×8, 8 samples; the tap table).
 func BenchmarkIm2col(b *testing.B) {
-	p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
-	for _, tc := range []struct{ n, c, hw int }{{4, 64, 16}, {8, 128, 8}} {
-		g := convGeom{n: tc.n, c: tc.c, h: tc.hw, w: tc.hw, o: tc.c, kh: 3, kw: 3, oh: tc.hw, ow: tc.hw, p: p}
+	for _, tc := range []struct{ n, c, hw, k int }{{4, 64, 16, 3}, {8, 128, 8, 3}, {8, 64, 9, 3}, {8, 48, 9, 5}, {16, 128, 2, 3}} {
+		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: tc.k / 2, PadW: tc.k / 2}
+		g := convGeom{n: tc.n, c: tc.c, h: tc.hw, w: tc.hw, o: tc.c, kh: tc.k, kw: tc.k, oh: tc.hw, ow: tc.hw, p: p}
 		k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
 		x := make([]float32, g.n*in)
 		col := make([]float32, k*g.n*pix)
-		name := fmt.Sprintf("%dx%d", tc.hw, tc.hw)
+		name := fmt.Sprintf("%dx%d/k%d", tc.hw, tc.hw, tc.k)
 		b.Run(name+"/padded", func(b *testing.B) {
 			for b.Loop() {
 				g.im2col(x, col, g.n*pix, 0, g.n*k)
