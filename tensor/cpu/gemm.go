@@ -247,18 +247,8 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 					bs := bp[jr*kc:]
 					for ir := 0; ir < mc; ir += mr {
 						mb := min(mr, mc-ir)
-						as := ap[ir*kc:]
 						cs, ldc := c.at(ic+ir, jc+jr)
-						rows, fn := mr, kern.fn
-						if mb < mr && kern.partial != nil {
-							rows, fn = kern.partial(mb)
-						}
-						if mb == rows && nb == nr {
-							fn(kc, as, bs, cs, ldc, acc)
-							continue
-						}
-						fn(kc, as, bs, edge, nr, false)
-						addEdge(cs, ldc, edge, nr, mb, nb, acc)
+						gemmTile(kern, kc, ap[ir*kc:], bs, cs, ldc, mb, nb, edge, acc)
 					}
 				}
 			}
@@ -282,16 +272,7 @@ func gemmUnpackedA(kern gemmKernel, ap, edge []float32, m, kc int, a []float32, 
 				pA = kern.packA
 			}
 			pA(ap, true, a, lda, ir, 0, mb, kc, mr, 1)
-			rows, fn := mr, kern.fn
-			if kern.partial != nil {
-				rows, fn = kern.partial(mb)
-			}
-			if mb == rows && nb == nr {
-				fn(kc, ap, bs, cs, ldc, acc)
-				continue
-			}
-			fn(kc, ap, bs, edge, nr, false)
-			addEdge(cs, ldc, edge, nr, mb, nb, acc)
+			gemmTile(kern, kc, ap, bs, cs, ldc, mb, nb, edge, acc)
 			continue
 		}
 		if nb == nr {
@@ -301,6 +282,24 @@ func gemmUnpackedA(kern gemmKernel, ap, edge []float32, m, kc int, a []float32, 
 		kern.strided(kc, a[ir:], lda, bs, edge, nr, false)
 		addEdge(cs, ldc, edge, nr, mb, nb, acc)
 	}
+}
+
+// gemmTile adds (acc) or sets the product of a packed sliver of A (mb ≤
+// mr rows used) and one of B (nb ≤ nr columns used) into the block of C
+// at c: in place where the block is whole, through edge, an mr×nr tile,
+// where it is ragged; a ragged sliver of A runs the narrowest kernel that
+// covers it (kern.partial).
+func gemmTile(kern gemmKernel, kc int, as, bs, c []float32, ldc, mb, nb int, edge []float32, acc bool) {
+	rows, fn := kern.mr, kern.fn
+	if mb < kern.mr && kern.partial != nil {
+		rows, fn = kern.partial(mb)
+	}
+	if mb == rows && nb == kern.nr {
+		fn(kc, as, bs, c, ldc, acc)
+		return
+	}
+	fn(kc, as, bs, edge, kern.nr, false)
+	addEdge(c, ldc, edge, kern.nr, mb, nb, acc)
 }
 
 // addEdge adds (acc) or copies the mb×nb tile at edge (rows nr apart)
