@@ -28,8 +28,8 @@ func avgBackwardS1(g poolGeom, p tensor.Pool2DParams) s1Sums {
 
 // s1ZeroRow stands for the rows of a 3×3 window that lie outside a
 // source at most 512 wide. Adding its zeros changes no sum: a sum from
-// +0 is never −0, and x + 0 is then x, bit for bit (a NaN's payload
-// included).
+// +0 is never −0, and x + 0 is then x, bit for bit (a NaN stays a NaN;
+// which payload a sum of two NaNs keeps, Go leaves to the compiler).
 var s1ZeroRow [512]float32
 
 // plane sets dst to the window sums of src, each divided by div unless
