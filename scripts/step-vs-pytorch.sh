@@ -20,6 +20,12 @@
 #   --steps N        measured steps of each run (default 3)
 #   --threads N      threads of both (default 2)
 #   --models LIST    comma-separated subset of resnet50,vgg16bn,inceptionv3
+#   --rounds N       measure every model N times in turn (default 1): each
+#                    cell is then the median of the rounds, the ratio the
+#                    median of the rounds' own ratios (which pair each
+#                    model's two sides in time), and a last column lists
+#                    those ratios; a shared machine's speed drifts by
+#                    more than the differences measured
 #   --openblas       add a column: pipecast with OpenBLAS's GEMM (the
 #                    openblas backend; needs libopenblas-dev and cgo), run
 #                    with OPENBLAS_THREAD_TIMEOUT=20 unless set, so that
@@ -39,6 +45,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 steps=3
+rounds=1
 threads=2
 models=resnet50,vgg16bn,inceptionv3
 openblas=0
@@ -58,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--steps) steps=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
 	--models) models=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
 	--openblas) openblas=1; shift ;;
 	--profile) profile=1; shift ;;
 	--out) out=$2; shift 2 ;;
@@ -66,6 +74,9 @@ while [ $# -gt 0 ]; do
 	*) echo "step-vs-pytorch: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
+
+case $rounds in '' | *[!0-9]* | 0) echo "step-vs-pytorch: --rounds $rounds: want a positive whole number" >&2; exit 2 ;; esac
+case $steps in '' | *[!0-9]* | 0) echo "step-vs-pytorch: --steps $steps: want a positive whole number" >&2; exit 2 ;; esac
 
 # Each model's input size and batch.
 declare -A image=([resnet50]=64 [vgg16bn]=64 [inceptionv3]=96)
@@ -126,27 +137,60 @@ pytorch_step() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }'; }
 
-rows=()
+# median DIGITS VALUE... prints the median of the values with DIGITS
+# decimals (3 for seconds, 2 for ratios), nothing when there are none.
+median() {
+	local digits=$1
+	shift
+	printf '%s\n' "$@" | awk -v d="$digits" 'NF { v[n++] = $1 } END {
+		if (n == 0) exit
+		for (i = 1; i < n; i++) for (j = i; j > 0 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+		m = n % 2 ? v[(n-1)/2] : (v[n/2-1] + v[n/2]) / 2
+		printf "%.*f", d, m
+	}'
+}
+
 IFS=, read -r -a list <<<"$models"
 for m in "${list[@]}"; do
 	if [ -z "${image[$m]:-}" ]; then
 		echo "step-vs-pytorch: unknown model $m" >&2
 		exit 2
 	fi
-	echo "step-vs-pytorch: $m ${image[$m]}px batch ${batch[$m]}: pipecast" >&2
-	prof=
-	[ "$profile" = 1 ] && prof="$out/$m"
-	ours=$(pipecast_step "$m" cpu "$prof")
-	theirs=
-	if [ "$torch" = 1 ]; then
-		echo "step-vs-pytorch: $m: PyTorch" >&2
-		theirs=$(ONEDNN_MAX_CPU_ISA=$torch_isa pytorch_step "$m")
-	fi
-	row="| $m | ${image[$m]} | ${batch[$m]} | $ours | $theirs | $(ratio "$ours" "$theirs") |"
+done
+declare -A ours theirs obs ratios obratios
+for ((r = 1; r <= rounds; r++)); do
+	for m in "${list[@]}"; do
+		echo "step-vs-pytorch: round $r of $rounds, $m ${image[$m]}px batch ${batch[$m]}: pipecast" >&2
+		prof=
+		[ "$profile" = 1 ] && [ "$r" = 1 ] && prof="$out/$m"
+		a=$(pipecast_step "$m" cpu "$prof")
+		b=
+		if [ "$torch" = 1 ]; then
+			echo "step-vs-pytorch: $m: PyTorch" >&2
+			b=$(ONEDNN_MAX_CPU_ISA=$torch_isa pytorch_step "$m")
+		fi
+		ours[$m]="${ours[$m]:-} $a"
+		theirs[$m]="${theirs[$m]:-} $b"
+		ratios[$m]="${ratios[$m]:-} $(ratio "$a" "$b")"
+		if [ "$openblas" = 1 ]; then
+			echo "step-vs-pytorch: $m: pipecast with OpenBLAS" >&2
+			o=$(OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-20} pipecast_step "$m" openblas)
+			obs[$m]="${obs[$m]:-} $o"
+			obratios[$m]="${obratios[$m]:-} $(ratio "$o" "$b")"
+		fi
+	done
+done
+rows=()
+for m in "${list[@]}"; do
+	# shellcheck disable=SC2086 # the lists split on spaces
+	row="| $m | ${image[$m]} | ${batch[$m]} | $(median 3 ${ours[$m]}) | $(median 3 ${theirs[$m]}) | $(median 2 ${ratios[$m]}) |"
 	if [ "$openblas" = 1 ]; then
-		echo "step-vs-pytorch: $m: pipecast with OpenBLAS" >&2
-		ob=$(OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-20} pipecast_step "$m" openblas)
-		row="$row $ob | $(ratio "$ob" "$theirs") |"
+		# shellcheck disable=SC2086
+		row="$row $(median 3 ${obs[$m]}) | $(median 2 ${obratios[$m]}) |"
+	fi
+	if [ "$rounds" -gt 1 ]; then
+		# shellcheck disable=SC2086
+		row="$row $(echo ${ratios[$m]} | sed 's/ /, /g') |"
 	fi
 	rows+=("$row")
 done
@@ -163,7 +207,7 @@ caches() {
 }
 
 echo
-echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $threads threads, $steps measured steps (median), $(date '+%Y-%m-%d')"
+echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $threads threads, $steps measured steps (median), $rounds round(s), $(date '+%Y-%m-%d')"
 echo
 echo "ISA: $(grep -m1 -o -w -E 'avx512f|avx2|fma' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')(GEMM kernel ${PIPECAST_GEMM_KERNEL:-the fastest}; PyTorch's oneDNN ${torch_isa_note}); caches: $(caches)"
 echo
@@ -172,6 +216,10 @@ rule="| --- | --: | --: | --: | --: | --: |"
 if [ "$openblas" = 1 ]; then
 	head="$head pipecast+OpenBLAS s/step | ratio |"
 	rule="$rule --: | --: |"
+fi
+if [ "$rounds" -gt 1 ]; then
+	head="$head each round's ratio |"
+	rule="$rule --- |"
 fi
 echo "$head"
 echo "$rule"
