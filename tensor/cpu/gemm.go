@@ -236,7 +236,7 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 			acc := pc > 0 || beta == 1
 			if transA && alpha == 1 && kern.strided != nil && nc <= nr {
 				// One sliver of B: packed A would serve it alone.
-				gemmUnpackedA(kern, ap, edge, m, kc, a[pc*lda:], lda, bp, c.sub(0, jc), nc, acc)
+				gemmUnpackedA(kern, pA, ap, edge, m, kc, a[pc*lda:], lda, bp, c.sub(0, jc), nc, acc)
 				continue
 			}
 			for ic := 0; ic < m; ic += blk.mc {
@@ -259,18 +259,15 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 // gemmUnpackedA adds (acc) or sets op(A)·B into the m×nb block of C at c
 // (nb ≤ kern.nr), op(A) = aᵀ with a's step p at a[p·lda:] and B one packed
 // sliver of kc steps: full slivers of A straight from a through
-// kern.strided, the ragged last one packed into ap first. edge takes
-// tiles narrower than the kernel.
-func gemmUnpackedA(kern gemmKernel, ap, edge []float32, m, kc int, a []float32, lda int, bs []float32, c colMatrix, nb int, acc bool) {
+// kern.strided, the ragged last one packed into ap by pA first. edge
+// takes tiles narrower than the kernel.
+func gemmUnpackedA(kern gemmKernel, pA func(dst []float32, transA bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32),
+	ap, edge []float32, m, kc int, a []float32, lda int, bs []float32, c colMatrix, nb int, acc bool) {
 	mr, nr := kern.mr, kern.nr
 	for ir := 0; ir < m; ir += mr {
 		mb := min(mr, m-ir)
 		cs, ldc := c.at(ir, 0)
 		if mb < mr {
-			pA := packA
-			if kern.packA != nil {
-				pA = kern.packA
-			}
 			pA(ap, true, a, lda, ir, 0, mb, kc, mr, 1)
 			gemmTile(kern, kc, ap, bs, cs, ldc, mb, nb, edge, acc)
 			continue
