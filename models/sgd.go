@@ -22,20 +22,49 @@ func NewSGD(p tensor.SGDParams) *SGD { return &SGD{SGDParams: p} }
 // first update, which — as in torch — sets the buffer to the gradient
 // rather than blending it into zeros.
 func (o *SGD) Step(dev tensor.Device, params []NamedParam) {
+	for _, s := range o.steps(dev, params) {
+		dev.SGDStep(s.W, s.G, s.Buf, o.SGDParams, s.First)
+	}
+	o.Steps++
+}
+
+// Update is Step followed by zeroing the same gradients (ZeroGrads): on a
+// device that is a tensor.SGDBatcher, one call that steps every
+// parameter and zeroes its gradient in the same pass, with the same
+// results.
+func (o *SGD) Update(dev tensor.Device, params []NamedParam) {
+	b, ok := dev.(tensor.SGDBatcher)
+	if !ok {
+		o.Step(dev, params)
+		for _, s := range params {
+			if s.Param.Grad != nil {
+				dev.Fill(s.Param.Grad, 0)
+			}
+		}
+		return
+	}
+	b.SGDSteps(o.steps(dev, params), o.SGDParams, true)
+	o.Steps++
+}
+
+// steps lists the parameters that have a gradient, allocating the
+// momentum buffers of those updated for the first time.
+func (o *SGD) steps(dev tensor.Device, params []NamedParam) []tensor.ParamStep {
+	var out []tensor.ParamStep
 	for _, np := range params {
 		p := np.Param
 		if p.Grad == nil {
 			continue
 		}
-		if o.Momentum == 0 {
-			dev.SGDStep(p.Value, p.Grad, nil, o.SGDParams, false)
-			continue
+		s := tensor.ParamStep{W: p.Value, G: p.Grad}
+		if o.Momentum != 0 {
+			s.First = p.Momentum == nil
+			if s.First {
+				p.Momentum = dev.Alloc(tensor.Optimizer, p.Value.Shape()...)
+			}
+			s.Buf = p.Momentum
 		}
-		first := p.Momentum == nil
-		if first {
-			p.Momentum = dev.Alloc(tensor.Optimizer, p.Value.Shape()...)
-		}
-		dev.SGDStep(p.Value, p.Grad, p.Momentum, o.SGDParams, first)
+		out = append(out, s)
 	}
-	o.Steps++
+	return out
 }

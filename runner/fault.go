@@ -67,34 +67,34 @@ func (w *worker) faultf(format string, args ...any) *Fault {
 
 // checkGradients fails the update with a Fault naming the first block of
 // stage st (in forward order) whose accumulated gradients hold a NaN or
-// an infinity, before the optimizer spreads it into the weights. A
+// an infinity, before the optimizer spreads it into the weights. The
+// stage's gradients are screened together (tensor.FirstNonFiniteOf). A
 // device without values (the meta backend) has nothing to check.
 func (w *worker) checkGradients(st int) error {
 	if tensor.IsSymbolic(w.dev) {
 		return nil
 	}
-	first := w.t.bounds[st]
+	type owner struct {
+		layer int
+		name  string
+	}
+	var grads []*tensor.Tensor
+	var owners []owner
 	for i, c := range w.stages[st].Layers {
 		for _, p := range models.Params(c.Layer) {
 			if g := p.Param.Grad; g != nil {
-				if j, v := firstNonFinite(g); j >= 0 {
-					w.block = first + i
-					return w.faultf("non-finite gradient %v in %s (element %d): the training diverged (a smaller --lr may help)", v, p.Name, j)
-				}
+				grads = append(grads, g)
+				owners = append(owners, owner{i, p.Name})
 			}
 		}
 	}
-	return nil
-}
-
-// firstNonFinite returns the index and value of t's first NaN or
-// infinity, or −1, screened where t lies (tensor.FirstNonFinite).
-func firstNonFinite(t *tensor.Tensor) (int, float32) {
-	i := tensor.FirstNonFinite(t)
-	if i < 0 {
-		return -1, 0
+	k, j := tensor.FirstNonFiniteOf(grads)
+	if k < 0 {
+		return nil
 	}
-	return i, tensor.ToHost(t)[i] // a copy only on the way to a fault
+	v := tensor.ToHost(grads[k])[j] // a copy only on the way to a fault
+	w.block = w.t.bounds[st] + owners[k].layer
+	return w.faultf("non-finite gradient %v in %s (element %d): the training diverged (a smaller --lr may help)", v, owners[k].name, j)
 }
 
 // opError returns the error of op as runStep reports it: a Fault as it

@@ -128,8 +128,7 @@ func (w *worker) update() error {
 		}
 	}
 	for _, st := range w.owned {
-		w.opt.Step(w.dev, models.Params(w.stages[st]))
-		models.ZeroGrads(w.dev, w.stages[st])
+		w.opt.Update(w.dev, models.Params(w.stages[st]))
 	}
 	return nil
 }

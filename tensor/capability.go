@@ -54,14 +54,37 @@ type AcceleratorInfo struct {
 	FreeBytes, TotalBytes int64
 }
 
-// FiniteScreener is implemented by devices that find a tensor's first NaN
-// or infinity where its values lie, on their own threads (the CPU
-// backend's): training screens every gradient every step. Callers use
-// FirstNonFinite.
+// FiniteScreener is implemented by devices that find the first NaN or
+// infinity of a set of tensors where their values lie, on their own
+// threads (the CPU backend's): training screens every gradient every
+// step, and a model's hundreds of gradients, most too small to share out
+// one by one, are screened as one run of values. Callers use
+// FirstNonFinite or FirstNonFiniteOf.
 type FiniteScreener interface {
-	// FirstNonFinite returns the index of t's first NaN or infinity, or
-	// −1.
-	FirstNonFinite(t *Tensor) int
+	// FirstNonFiniteOf returns the position in ts of the first tensor
+	// that holds a NaN or an infinity and the index of its first such
+	// value, or −1, −1.
+	FirstNonFiniteOf(ts []*Tensor) (tensor, index int)
+}
+
+// SGDBatcher is implemented by devices that apply one optimizer step to
+// many parameters in one call (the CPU backend's), sharing all their
+// values out over the device's threads rather than each tensor in turn:
+// most of a network's parameters are too small to share out alone.
+type SGDBatcher interface {
+	// SGDSteps does, for every entry s of steps, SGDStep(s.W, s.G, s.Buf,
+	// p, s.First) and then, with zeroGrads, Fill(s.G, 0) — torch's
+	// optimizer step followed by zero_grad(set_to_none=False) — with the
+	// same results value for value.
+	SGDSteps(steps []ParamStep, p SGDParams, zeroGrads bool)
+}
+
+// ParamStep is one parameter's part of a batched optimizer step: its
+// value, gradient and momentum buffer (nil without momentum), and whether
+// this is the buffer's first step.
+type ParamStep struct {
+	W, G, Buf *Tensor
+	First     bool
 }
 
 // BatchNormReLUKernels is implemented by devices that fuse a training

@@ -42,12 +42,39 @@ func FirstNonFiniteIn(vals []float32) int {
 	return -1
 }
 
-// FirstNonFinite returns the index of t's first NaN or infinity, or −1:
-// on the device's own threads where it is a FiniteScreener, else on a
-// host copy.
+// FirstNonFinite returns the index of t's first NaN or infinity, or −1
+// (see FirstNonFiniteOf).
 func FirstNonFinite(t *Tensor) int {
-	if s, ok := t.Device().(FiniteScreener); ok {
-		return s.FirstNonFinite(t)
+	_, i := FirstNonFiniteOf([]*Tensor{t})
+	return i
+}
+
+// FirstNonFiniteOf returns the position in ts of the first tensor that
+// holds a NaN or an infinity and the index of its first such value, or
+// −1, −1: on the devices' own threads where the tensors share a device
+// that is a FiniteScreener, else tensor by tensor on host copies.
+func FirstNonFiniteOf(ts []*Tensor) (tensor, index int) {
+	if len(ts) == 0 {
+		return -1, -1
 	}
-	return FirstNonFiniteIn(ToHost(t))
+	dev := ts[0].Device()
+	if s, ok := dev.(FiniteScreener); ok && sameDevice(ts, dev) {
+		return s.FirstNonFiniteOf(ts)
+	}
+	for k, t := range ts {
+		if i := FirstNonFiniteIn(ToHost(t)); i >= 0 {
+			return k, i
+		}
+	}
+	return -1, -1
+}
+
+// sameDevice reports whether every tensor of ts lies on dev.
+func sameDevice(ts []*Tensor, dev Device) bool {
+	for _, t := range ts {
+		if t.Device() != dev {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package tensortest
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/pipecast/pipecast/tensor"
@@ -68,6 +69,11 @@ func testSGD(t *testing.T, dev tensor.Device) {
 		}
 	}
 	t.Run("by hand", func(t *testing.T) { testSGDByHand(t, dev) })
+	if b, ok := dev.(tensor.SGDBatcher); ok {
+		for _, p := range configs {
+			t.Run(fmt.Sprintf("batched/%+v", p), func(t *testing.T) { testSGDSteps(t, dev, b, p) })
+		}
+	}
 
 	w := dev.Alloc(tensor.Weights, 4)
 	g := dev.Alloc(tensor.Gradients, 4)
@@ -119,5 +125,86 @@ func testSGDByHand(t *testing.T, dev tensor.Device) {
 		w.Release()
 		g.Release()
 		buf.Release()
+	}
+}
+
+// testSGDSteps checks a batched step of parameters of many sizes (with
+// and without zeroing the gradients, first steps and later ones mixed)
+// against SGDStep and Fill on each, value for value: the batch must do
+// the same float32 operations, only spread differently over threads.
+func testSGDSteps(t *testing.T, dev tensor.Device, b tensor.SGDBatcher, p tensor.SGDParams) {
+	rng := newRand(11)
+	sizes := append([]int{1, 3}, elementwiseSizes...)
+	sizes = append(sizes, 70001, 5)
+	type side struct{ w, g, buf []*tensor.Tensor }
+	alloc := func() side {
+		var s side
+		for _, n := range sizes {
+			s.w = append(s.w, upload(dev, tensor.Weights, tensor.Shape{n}, randSlice(rng, n)))
+			s.g = append(s.g, dev.Alloc(tensor.Gradients, n))
+			var buf *tensor.Tensor
+			if p.Momentum != 0 {
+				buf = dev.Alloc(tensor.Optimizer, n)
+			}
+			s.buf = append(s.buf, buf)
+		}
+		return s
+	}
+	batch, each := alloc(), alloc()
+	for i := range sizes {
+		dev.Copy(each.w[i], batch.w[i])
+	}
+	for step := range 3 {
+		for _, zero := range []bool{false, true} {
+			var steps []tensor.ParamStep
+			for i, n := range sizes {
+				gs := randSlice(rng, n)
+				for _, g := range []*tensor.Tensor{batch.g[i], each.g[i]} {
+					up := upload(dev, tensor.Gradients, tensor.Shape{n}, gs)
+					dev.Copy(g, up)
+					up.Release()
+				}
+				// Odd parameters start their momentum a step late, as a
+				// parameter that had no gradient at first.
+				first := step == i%2 && !zero
+				if step < i%2 {
+					continue
+				}
+				steps = append(steps, tensor.ParamStep{W: batch.w[i], G: batch.g[i], Buf: batch.buf[i], First: first})
+				dev.SGDStep(each.w[i], each.g[i], each.buf[i], p, first)
+				if zero {
+					dev.Fill(each.g[i], 0)
+				}
+			}
+			b.SGDSteps(steps, p, zero)
+			for i := range sizes {
+				what := fmt.Sprintf("step %d, zero %v, parameter %d (%d values)", step, zero, i, sizes[i])
+				sameBits(t, what+": w", tensor.ToHost(batch.w[i]), tensor.ToHost(each.w[i]))
+				sameBits(t, what+": g", tensor.ToHost(batch.g[i]), tensor.ToHost(each.g[i]))
+				if p.Momentum != 0 {
+					sameBits(t, what+": buf", tensor.ToHost(batch.buf[i]), tensor.ToHost(each.buf[i]))
+				}
+			}
+		}
+	}
+	for _, s := range []side{batch, each} {
+		for i := range sizes {
+			s.w[i].Release()
+			s.g[i].Release()
+			if s.buf[i] != nil {
+				s.buf[i].Release()
+			}
+		}
+	}
+}
+
+// sameBits fails t unless got and want hold the same float32 values bit
+// for bit.
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s[%d] = %v, want %v (bit for bit)", what, i, got[i], want[i])
+		}
 	}
 }
