@@ -149,3 +149,32 @@ func checkGemm(t *testing.T, name string, rng *rand.Rand, tc gemmCase, transA, t
 		t.Fatalf("%s: wrote past C's last row", name)
 	}
 }
+
+// TestGemmSpan checks that a product's regions tile each dimension in
+// order, start on multiples of the alignment, and stay within half an
+// alignment of an even split.
+func TestGemmSpan(t *testing.T) {
+	for _, align := range []int{1, 6, 12, 16, 32} {
+		for _, count := range []int{1, 2, 3, 4, 8} {
+			for size := 1; size <= 700; size++ {
+				next := 0
+				for i := range count {
+					lo, hi := gemmSpan(size, count, align, i)
+					if lo != next || hi < lo || (i == count-1 && hi != size) {
+						t.Fatalf("gemmSpan(%d, %d, %d, %d) = [%d, %d), want it to start at %d (and the last to end at %d)", size, count, align, i, lo, hi, next, size)
+					}
+					if lo%align != 0 && lo != size {
+						t.Fatalf("gemmSpan(%d, %d, %d, %d) starts at %d, not a multiple of %d", size, count, align, i, lo, align)
+					}
+					if even := float64(size) / float64(count); float64(hi-lo) > even+float64(align) {
+						t.Fatalf("gemmSpan(%d, %d, %d, %d) = [%d, %d): %d long, an even share is %.1f", size, count, align, i, lo, hi, hi-lo, even)
+					}
+					next = hi
+				}
+			}
+		}
+	}
+	if lo, hi := gemmSpan(400, 2, 32, 0); lo != 0 || hi != 192 {
+		t.Errorf("gemmSpan(400, 2, 32, 0) = [%d, %d), want [0, 192)", lo, hi)
+	}
+}
