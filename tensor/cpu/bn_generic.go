@@ -30,3 +30,11 @@ func reluForward8(x, y *float32, n int) { panic("cpu: no SIMD element-wise loops
 func reluBackward8(y, dy, dx *float32, n int) { panic("cpu: no SIMD element-wise loops") }
 
 func add8(y, a, b *float32, n int) { panic("cpu: no SIMD element-wise loops") }
+
+func addRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
+	panic("cpu: no SIMD row loops")
+}
+
+func copyRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
+	panic("cpu: no SIMD row loops")
+}

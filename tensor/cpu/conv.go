@@ -282,6 +282,18 @@ func (g *convGeom) im2colRows(x, col []float32, ld, lo, hi int) {
 		ox0, ox1 := convValid(g.w, g.ow, sw, pw, j)
 		clear(dst[:oy0*g.ow])
 		clear(dst[oy1*g.ow:])
+		if sw == 1 && ox0 < ox1 {
+			// The taps' rows in one band; only the padding columns
+			// either side of it need clearing.
+			for oy := oy0; oy < oy1; oy++ {
+				clear(dst[oy*g.ow : oy*g.ow+ox0])
+				clear(dst[oy*g.ow+ox1 : (oy+1)*g.ow])
+			}
+			if oy1 > oy0 {
+				copyRows(dst[oy0*g.ow+ox0:], g.ow, xc[(oy0*sh-ph+i)*g.w+ox0-pw+j:], sh*g.w, oy1-oy0, ox1-ox0)
+			}
+			continue
+		}
 		for oy := oy0; oy < oy1; oy++ {
 			out := dst[oy*g.ow : (oy+1)*g.ow]
 			clear(out[:ox0])

@@ -194,16 +194,15 @@ func (g *convGeom) col2imChannels(dcol []float32, ld int, dx []float32, lo, hi i
 				r := (c*g.kh+i)*g.kw + j
 				src := dcol[r*ld : r*ld+pix]
 				ix0 := ox0*sw - pw + j
+				if sw == 1 {
+					if oy1 > oy0 {
+						addRows(dxc[(oy0*sh-ph+i)*g.w+ix0:], sh*g.w, src[oy0*g.ow+ox0:], g.ow, oy1-oy0, ox1-ox0)
+					}
+					continue
+				}
 				for oy := oy0; oy < oy1; oy++ {
 					in := src[oy*g.ow+ox0 : oy*g.ow+ox1]
 					row := dxc[(oy*sh-ph+i)*g.w:]
-					if sw == 1 {
-						row = row[ix0 : ix0+len(in)]
-						for t, v := range in {
-							row[t] += v
-						}
-						continue
-					}
 					for t, ix := 0, ix0; t < len(in); t, ix = t+1, ix+sw {
 						row[ix] += in[t]
 					}

@@ -7,10 +7,10 @@ package cpu
 // cost more, call by call, than the values they move, and a table of
 // offsets (tapTable) reads value by value. im2colPadded instead copies
 // each channel's plane once into a zero-bordered buffer, from which
-// every row of every tap is one copy of a fixed-size array, with no
-// bounds to test and no padding to clear; col2imPadded adds the rows
-// back the same way, into a zeroed padded plane whose interior it then
-// copies out.
+// every tap's rows are one band (copyRows), with no bounds to test and
+// no padding to clear; col2imPadded adds the bands back the same way
+// (addRows), into a zeroed padded plane whose interior it then copies
+// out.
 
 // convPaddedMax bounds the padded plane im2colPadded keeps on the stack.
 const convPaddedMax = 1024
@@ -48,33 +48,11 @@ func (g *convGeom) im2colPadded(x, col []float32, ld, lo, hi int) {
 		c, t := r/taps, r%taps
 		if c != cur {
 			// The borders stay zero: only the interior is written.
-			xc := x[c*plane : (c+1)*plane]
-			for y := range g.h {
-				copy(pad[(y+ph)*wp+pw:(y+ph)*wp+pw+g.w], xc[y*g.w:(y+1)*g.w])
-			}
+			copyRows(pad[ph*wp+pw:], wp, x[c*plane:(c+1)*plane], g.w, g.h, g.w)
 			cur = c
 		}
 		i, j := t/g.kw, t%g.kw
-		dst := col[r*ld : r*ld+pix]
-		src := pad[i*wp+j:]
-		switch g.ow {
-		case 4:
-			for oy := range g.oh {
-				*(*[4]float32)(dst[oy*4:]) = *(*[4]float32)(src[oy*wp:])
-			}
-		case 8:
-			for oy := range g.oh {
-				*(*[8]float32)(dst[oy*8:]) = *(*[8]float32)(src[oy*wp:])
-			}
-		case 16:
-			for oy := range g.oh {
-				*(*[16]float32)(dst[oy*16:]) = *(*[16]float32)(src[oy*wp:])
-			}
-		default:
-			for oy := range g.oh {
-				copy(dst[oy*g.ow:(oy+1)*g.ow], src[oy*wp:])
-			}
-		}
+		copyRows(col[r*ld:r*ld+pix], g.ow, pad[i*wp+j:], wp, g.oh, g.ow)
 	}
 }
 
@@ -94,42 +72,8 @@ func (g *convGeom) col2imPadded(dcol []float32, ld int, dx []float32, lo, hi int
 		clear(pad)
 		for t := range taps {
 			i, j := t/g.kw, t%g.kw
-			src := dcol[(c*taps+t)*ld : (c*taps+t)*ld+pix]
-			dst := pad[i*wp+j:]
-			switch g.ow {
-			case 4:
-				for oy := range g.oh {
-					d, s := (*[4]float32)(dst[oy*wp:]), (*[4]float32)(src[oy*4:])
-					for q := range d {
-						d[q] += s[q]
-					}
-				}
-			case 8:
-				for oy := range g.oh {
-					d, s := (*[8]float32)(dst[oy*wp:]), (*[8]float32)(src[oy*8:])
-					for q := range d {
-						d[q] += s[q]
-					}
-				}
-			case 16:
-				for oy := range g.oh {
-					d, s := (*[16]float32)(dst[oy*wp:]), (*[16]float32)(src[oy*16:])
-					for q := range d {
-						d[q] += s[q]
-					}
-				}
-			default:
-				for oy := range g.oh {
-					d, s := dst[oy*wp:oy*wp+g.ow], src[oy*g.ow:(oy+1)*g.ow]
-					for q := range d {
-						d[q] += s[q]
-					}
-				}
-			}
+			addRows(pad[i*wp+j:], wp, dcol[(c*taps+t)*ld:(c*taps+t)*ld+pix], g.ow, g.oh, g.ow)
 		}
-		dxc := dx[c*plane : (c+1)*plane]
-		for y := range g.h {
-			copy(dxc[y*g.w:(y+1)*g.w], pad[(y+ph)*wp+pw:])
-		}
+		copyRows(dx[c*plane:(c+1)*plane], g.w, pad[ph*wp+pw:], wp, g.h, g.w)
 	}
 }

@@ -127,3 +127,25 @@ func BenchmarkIm2col(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCol2im times the backward lowering (column gradient to input
+// gradient) of 3×3 and 5×5 stride-1 convolutions: through the padded
+// plane for rows of 4 to 16 values, by channel rows for Inception-v3's
+// stem (45×45 and 20×20 at 96 px).
+func BenchmarkCol2im(b *testing.B) {
+	for _, tc := range []struct{ n, c, hw, k, pad int }{
+		{4, 64, 16, 3, 1}, {8, 128, 8, 3, 1}, {8, 64, 9, 3, 1}, {8, 48, 9, 5, 2}, {2, 32, 47, 3, 0}, {4, 80, 22, 3, 0},
+	} {
+		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: tc.pad, PadW: tc.pad}
+		o := tc.hw + 2*tc.pad - tc.k + 1
+		g := convGeom{n: tc.n, c: tc.c, h: tc.hw, w: tc.hw, o: tc.c, kh: tc.k, kw: tc.k, oh: o, ow: o, p: p}
+		k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
+		dx := make([]float32, g.n*in)
+		dcol := make([]float32, k*g.n*pix)
+		b.Run(fmt.Sprintf("%dx%d/k%d", tc.hw, tc.hw, tc.k), func(b *testing.B) {
+			for b.Loop() {
+				g.col2im(dcol, g.n*pix, dx, 0, g.n*g.c)
+			}
+		})
+	}
+}

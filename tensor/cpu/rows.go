@@ -1,0 +1,54 @@
+package cpu
+
+import "fmt"
+
+// Strided rows: the convolution lowering moves a map's rows between a
+// plane and a column matrix whose rows are spaced differently (a padded
+// plane's rows are wider than the output's). Rows of a few values (the
+// 9×9 maps of Inception-v3 at 96 px, the 4×4 and 8×8 ones of ResNet-50
+// and VGG at 64 px) cost more in loop overhead than in values; addRows
+// and copyRows take a whole band of rows in one call of a vector loop,
+// each row's last vector masked.
+
+// addRows sets dst[r·ds + q] += src[r·ss + q] for r < rows and q < n.
+func addRows(dst []float32, ds int, src []float32, ss int, rows, n int) {
+	if !rowsFit(len(dst), ds, len(src), ss, rows, n) {
+		return
+	}
+	if bnSIMD != 0 {
+		addRowsSIMD(&dst[0], ds, &src[0], ss, rows, n)
+		return
+	}
+	for r := range rows {
+		d, s := dst[r*ds:r*ds+n], src[r*ss:r*ss+n]
+		for q, v := range s {
+			d[q] += v
+		}
+	}
+}
+
+// copyRows sets dst[r·ds + q] = src[r·ss + q] for r < rows and q < n.
+func copyRows(dst []float32, ds int, src []float32, ss int, rows, n int) {
+	if !rowsFit(len(dst), ds, len(src), ss, rows, n) {
+		return
+	}
+	if bnSIMD != 0 {
+		copyRowsSIMD(&dst[0], ds, &src[0], ss, rows, n)
+		return
+	}
+	for r := range rows {
+		copy(dst[r*ds:r*ds+n], src[r*ss:r*ss+n])
+	}
+}
+
+// rowsFit reports whether there are rows to move, panicking unless they
+// lie inside both slices (the assembly loops test no bounds).
+func rowsFit(dn, ds, sn, ss, rows, n int) bool {
+	if rows <= 0 || n <= 0 {
+		return false
+	}
+	if ds < 0 || ss < 0 || (rows-1)*ds+n > dn || (rows-1)*ss+n > sn {
+		panic(fmt.Sprintf("cpu: %d rows of %d values, %d and %d apart, overrun slices of %d and %d", rows, n, ds, ss, dn, sn))
+	}
+	return true
+}
