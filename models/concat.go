@@ -120,11 +120,11 @@ func (l *Concat) backward(p *Pass, ctx Context, dy *tensor.Tensor, child childBa
 		dxi := child(b.Layer, c.ctxs[i], dys[i])
 		c.ctxs[i] = nil // released by that backward
 		dys[i].Release()
-		if dx == nil {
+		if i == 0 {
 			dx = dxi
 			continue
 		}
-		dx = addOwned(p.Dev, dx, dxi)
+		dx = addOwned(p.Dev, dx, dxi) // nil if any branch's is (see addOwned)
 		dxi.Release()
 	}
 	c.Release()
@@ -144,7 +144,14 @@ func (l *Concat) Children() []Child { return l.Branches }
 // borrowing b. It sums into a's memory when nothing else holds a (no
 // context kept it, no view shares it), and into a new tensor otherwise,
 // so that no saved activation or borrowed gradient is ever overwritten.
+// A nil term, a gradient not computed because the input it is the
+// gradient of needs none (Pass.NoGradInput), makes the sum nil too: a
+// sum of the other parts alone would be a wrong gradient.
 func addOwned(dev tensor.Device, a, b *tensor.Tensor) *tensor.Tensor {
+	if a == nil || b == nil {
+		a.Release()
+		return nil
+	}
 	if a.Refs() == 1 {
 		dev.Add(a, a, b)
 		return a

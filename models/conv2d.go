@@ -66,7 +66,12 @@ func (l *Conv2D) OutShape(in tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{in[0], c.Out, oh, ow}, nil
 }
 
-type conv2DContext struct{ x *tensor.Tensor }
+// conv2DContext keeps x; noDX marks an x whose gradient is not wanted
+// (Pass.NoGradInput).
+type conv2DContext struct {
+	x    *tensor.Tensor
+	noDX bool
+}
 
 func (c *conv2DContext) Release() { c.x.Release(); c.x = nil }
 
@@ -79,7 +84,7 @@ func (l *Conv2D) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
 	if !p.Grad {
 		return y, nil
 	}
-	return y, &conv2DContext{x: x.Retain()}
+	return y, &conv2DContext{x: x.Retain(), noDX: x == p.NoGradInput}
 }
 
 // Backward returns dx and accumulates the weight and bias gradients: its
@@ -94,8 +99,11 @@ func (l *Conv2D) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tenso
 // which need x and dy.
 func (l *Conv2D) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
 	c := ctx.(*conv2DContext)
-	dx := p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
-	p.Dev.Conv2DBackwardData(dy, l.Weight.Value, dx, l.Cfg.Params())
+	var dx *tensor.Tensor
+	if !c.noDX {
+		dx = p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
+		p.Dev.Conv2DBackwardData(dy, l.Weight.Value, dx, l.Cfg.Params())
+	}
 	x := c.x
 	c.x = nil // moved into the work: the context holds nothing more
 	return dx, deferParams(l, x, dy)

@@ -27,6 +27,13 @@ type Pass struct {
 	Seed   uint64
 	Step   uint64
 	Sample int
+	// NoGradInput, when set, is a forward's input whose gradient no one
+	// needs: the mini-batch a first stage reads. A convolution or linear
+	// layer whose forward reads it directly skips the input gradient, its
+	// backward returning nil, as torch skips the gradient of an input that
+	// does not require one. A container whose child returns nil returns
+	// nil too, never the gradient of its other parts alone.
+	NoGradInput *tensor.Tensor
 }
 
 // Context is what a Forward saved for its Backward.

@@ -39,7 +39,12 @@ func (l *Linear) OutShape(in tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{in[0], l.Out}, nil
 }
 
-type linearContext struct{ x *tensor.Tensor }
+// linearContext keeps x; noDX marks an x whose gradient is not wanted
+// (Pass.NoGradInput).
+type linearContext struct {
+	x    *tensor.Tensor
+	noDX bool
+}
 
 func (c *linearContext) Release() { c.x.Release(); c.x = nil }
 
@@ -51,7 +56,7 @@ func (l *Linear) Forward(p *Pass, x *tensor.Tensor) (*tensor.Tensor, Context) {
 	if !p.Grad {
 		return y, nil
 	}
-	return y, &linearContext{x: x.Retain()}
+	return y, &linearContext{x: x.Retain(), noDX: x == p.NoGradInput}
 }
 
 // Backward returns dx = dy·w and accumulates the weight and bias
@@ -66,8 +71,11 @@ func (l *Linear) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.Tenso
 // gradients, which need x and dy.
 func (l *Linear) backwardInput(p *Pass, ctx Context, dy *tensor.Tensor) (*tensor.Tensor, WeightGrad) {
 	c := ctx.(*linearContext)
-	dx := p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
-	p.Dev.LinearBackwardData(dy, l.Weight.Value, dx)
+	var dx *tensor.Tensor
+	if !c.noDX {
+		dx = p.Dev.Alloc(tensor.Activations, c.x.Shape()...)
+		p.Dev.LinearBackwardData(dy, l.Weight.Value, dx)
+	}
 	x := c.x
 	c.x = nil // moved into the work: the context holds nothing more
 	return dx, deferParams(l, x, dy)

@@ -107,6 +107,18 @@ func (w *worker) pass(grad bool, sample int) *models.Pass {
 	}
 }
 
+// inputPass is pass for a forward of stage st on input x: the first
+// stage's input is the mini-batch, whose gradient no one needs, so its
+// first layer skips it (models.Pass.NoGradInput), as torch does for an
+// input that does not require a gradient.
+func (w *worker) inputPass(grad bool, sample, st int, x *tensor.Tensor) *models.Pass {
+	p := w.pass(grad, sample)
+	if st == 0 {
+		p.NoGradInput = x
+	}
+	return p
+}
+
 // runStep executes the device's ops for one step.
 func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 	w.step = s

@@ -25,7 +25,7 @@ func (w *worker) forwardOp(op schedule.Op) error {
 	s := w.step
 	lo, _ := w.micro(op.Micro)
 	x := w.input(op.Stage, op.Micro)
-	y, c := w.forward(op, w.own(op.Stage), op.Stage, w.pass(op.Keep, lo), x)
+	y, c := w.forward(op, w.own(op.Stage), op.Stage, w.inputPass(op.Keep, lo, op.Stage, x), x)
 	if op.Keep {
 		s.ctxs[at(op.Stage, op.Micro)] = c
 	}
@@ -40,11 +40,12 @@ func (w *worker) forwardOp(op schedule.Op) error {
 // recomputeOp re-runs a checkpointed forward, keeping its context.
 func (w *worker) recomputeOp(op schedule.Op) error {
 	lo, _ := w.micro(op.Micro)
-	p := w.pass(true, lo)
+	x := w.input(op.Stage, op.Micro)
+	p := w.inputPass(true, lo, op.Stage, x)
 	// The checkpointed forward already counted this micro-batch in the
 	// running statistics; the recomputation must not count it again.
 	p.FreezeStats = true
-	y, c := w.forward(op, w.own(op.Stage), op.Stage, p, w.input(op.Stage, op.Micro))
+	y, c := w.forward(op, w.own(op.Stage), op.Stage, p, x)
 	y.Release()
 	w.step.ctxs[at(op.Stage, op.Micro)] = c
 	return nil
