@@ -42,10 +42,13 @@ func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kc, nc, nr int)
 		cols := min(nr, nc-t*nr)
 		j0 := jc + t*nr
 		if !transB { // b is k×n: a step is a contiguous run of columns
-			for p := 0; p < kc; p++ {
-				out := sl[p*nr : p*nr+nr]
-				copy(out, b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+cols])
-				clear(out[cols:])
+			// All kc steps as one band (a copy call per step of 8 or
+			// 16 values cost more than the values).
+			copyRows(sl, nr, b[pc*ldb+j0:], ldb, kc, cols)
+			if cols < nr {
+				for p := 0; p < kc; p++ {
+					clear(sl[p*nr+cols : p*nr+nr])
+				}
 			}
 			continue
 		}
