@@ -99,7 +99,7 @@ func gemmRegions(m, n, k, threads int) (rt, ct int) {
 			continue
 		}
 		c := threads / r
-		if (m+r-1)/r < gemmMRMax/2 || (n+c-1)/c < gemmNRMax/2 {
+		if (r > 1 && (m+r-1)/r < gemmMRMax/2) || (c > 1 && (n+c-1)/c < gemmNRMax/2) {
 			continue // regions thinner than half a block waste the kernel
 		}
 		cost := (m+r-1)/r*k + k*((n+c-1)/c)

@@ -178,3 +178,18 @@ func TestGemmSpan(t *testing.T) {
 		t.Errorf("gemmSpan(400, 2, 32, 0) = [%d, %d), want [0, 192)", lo, hi)
 	}
 }
+
+// TestGemmRegionsNarrow checks that a product of few columns but many
+// rows (a deep layer's micro-batch) is shared out by rows, and one too
+// thin both ways is not shared.
+func TestGemmRegionsNarrow(t *testing.T) {
+	if rt, ct := gemmRegions(384, 4, 1152, 2); rt != 2 || ct != 1 {
+		t.Errorf("gemmRegions(384, 4, 1152, 2) = %d×%d, want 2×1", rt, ct)
+	}
+	if rt, ct := gemmRegions(4, 384, 1152, 2); rt != 1 || ct != 2 {
+		t.Errorf("gemmRegions(4, 384, 1152, 2) = %d×%d, want 1×2", rt, ct)
+	}
+	if rt, ct := gemmRegions(8, 8, 1<<14, 2); rt != 1 || ct != 1 {
+		t.Errorf("gemmRegions(8, 8, 16384, 2) = %d×%d, want 1×1", rt, ct)
+	}
+}
