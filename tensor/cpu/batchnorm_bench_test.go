@@ -84,3 +84,9 @@ func BenchmarkBatchNormBackwardC192H8N8(b *testing.B) { benchBatchNorm(b, "backw
 func BenchmarkBatchNormTrainC4096H1N32(b *testing.B) { benchBatchNorm(b, "train", 32, 4096, 1) }
 
 func BenchmarkBatchNormBackwardC4096H1N32(b *testing.B) { benchBatchNorm(b, "backward", 32, 4096, 1) }
+
+// ResNet-50's last stages at 64 px, batch 32: 4×4 and 2×2 maps.
+func BenchmarkBatchNormTrainC1024H4N32(b *testing.B)    { benchBatchNorm(b, "train", 32, 1024, 4) }
+func BenchmarkBatchNormBackwardC1024H4N32(b *testing.B) { benchBatchNorm(b, "backward", 32, 1024, 4) }
+func BenchmarkBatchNormTrainC2048H2N32(b *testing.B)    { benchBatchNorm(b, "train", 32, 2048, 2) }
+func BenchmarkBatchNormBackwardC2048H2N32(b *testing.B) { benchBatchNorm(b, "backward", 32, 2048, 2) }

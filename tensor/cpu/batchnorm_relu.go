@@ -44,13 +44,14 @@ func (d *Device) BatchNormReLUBackward(x, y, dy, gamma, saveMean, saveInvStd, dx
 // bnGradientSumsMasked is bnGradientSums of dy passed through the ReLU
 // whose output is y.
 func bnGradientSumsMasked(buf *[bnMaskMax]float32, x, y, dy []float32, hw int, mean []float32, sumDy, sumDyXc []float64) {
-	if hw == 1 { // a block of len(mean) ≤ bnBlock channels
-		k := len(mean)
-		reluGradSlice(y[:k], dy[:k], buf[:k])
-		bnGradientSums(x, buf[:k], 1, mean, sumDy, sumDyXc)
+	if n := len(mean) * hw; n <= bnMaskMax {
+		// A block of channels (see bnLayout.parallel) or one channel
+		// that fits the buffer: masked at once.
+		reluGradSlice(y[:n], dy[:n], buf[:n])
+		bnGradientSums(x, buf[:n], hw, mean, sumDy, sumDyXc)
 		return
 	}
-	for off := 0; off < hw; off += bnMaskMax { // one channel (bnLayout.parallel)
+	for off := 0; off < hw; off += bnMaskMax { // one large channel
 		n := min(bnMaskMax, hw-off)
 		reluGradSlice(y[off:off+n], dy[off:off+n], buf[:n])
 		s, sx := bnGradientSum(x[off:off+n], buf[:n], float64(mean[0]))
@@ -62,13 +63,12 @@ func bnGradientSumsMasked(buf *[bnMaskMax]float32, x, y, dy []float32, hw int, m
 // bnGradientMasked is bnGradient of dy passed through the ReLU whose
 // output is y.
 func bnGradientMasked(buf *[bnMaskMax]float32, x, y, dy, dx []float32, hw int, mean, p, q, r []float32) {
-	if hw == 1 {
-		k := len(mean)
-		reluGradSlice(y[:k], dy[:k], buf[:k])
-		bnGradient(x, buf[:k], dx, 1, mean, p, q, r)
+	if n := len(mean) * hw; n <= bnMaskMax {
+		reluGradSlice(y[:n], dy[:n], buf[:n])
+		bnGradient(x, buf[:n], dx, hw, mean, p, q, r)
 		return
 	}
-	for off := 0; off < hw; off += bnMaskMax {
+	for off := 0; off < hw; off += bnMaskMax { // one large channel
 		n := min(bnMaskMax, hw-off)
 		reluGradSlice(y[off:off+n], dy[off:off+n], buf[:n])
 		bnGradient(x[off:off+n], buf[:n], dx[off:off+n], n, mean, p, q, r)
