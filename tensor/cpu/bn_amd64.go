@@ -110,24 +110,7 @@ func reluBackward8(y, dy, dx *float32, n int)
 //go:noescape
 func add8(y, a, b *float32, n int)
 
-// addRowsSIMD and copyRowsSIMD run addRows and copyRows in the loops of
-// bnSIMD's width (rows_amd64.s).
-
-func addRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
-	if bnSIMD == 16 {
-		addRows16(dst, ds, src, ss, rows, n)
-		return
-	}
-	addRows8(dst, ds, src, ss, rows, n)
-}
-
-func copyRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
-	if bnSIMD == 16 {
-		copyRows16(dst, ds, src, ss, rows, n)
-		return
-	}
-	copyRows8(dst, ds, src, ss, rows, n)
-}
+// The strided row loops of rows_amd64.s, which addRows and copyRows call.
 
 //go:noescape
 func addRows16(dst *float32, ds int, src *float32, ss int, rows, n int)

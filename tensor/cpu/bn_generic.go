@@ -31,10 +31,18 @@ func reluBackward8(y, dy, dx *float32, n int) { panic("cpu: no SIMD element-wise
 
 func add8(y, a, b *float32, n int) { panic("cpu: no SIMD element-wise loops") }
 
-func addRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
+func addRows16(dst *float32, ds int, src *float32, ss int, rows, n int) {
 	panic("cpu: no SIMD row loops")
 }
 
-func copyRowsSIMD(dst *float32, ds int, src *float32, ss int, rows, n int) {
+func copyRows16(dst *float32, ds int, src *float32, ss int, rows, n int) {
+	panic("cpu: no SIMD row loops")
+}
+
+func addRows8(dst *float32, ds int, src *float32, ss int, rows, n int) {
+	panic("cpu: no SIMD row loops")
+}
+
+func copyRows8(dst *float32, ds int, src *float32, ss int, rows, n int) {
 	panic("cpu: no SIMD row loops")
 }

@@ -100,7 +100,7 @@ func TestCol2imPadded(t *testing.T) {
 // (64 channels, 16×16, 4 samples; row copies) and layer2's (128
 // channels, 8×8, 8 samples; the tap table).
 func BenchmarkIm2col(b *testing.B) {
-	for _, tc := range []struct{ n, c, hw, k int }{{4, 64, 16, 3}, {8, 128, 8, 3}, {8, 64, 9, 3}, {8, 48, 9, 5}, {16, 128, 2, 3}} {
+	for _, tc := range []struct{ n, c, hw, k int }{{4, 64, 16, 3}, {8, 128, 8, 3}, {16, 256, 4, 3}, {8, 64, 9, 3}, {8, 48, 9, 5}, {16, 128, 2, 3}} {
 		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: tc.k / 2, PadW: tc.k / 2}
 		g := convGeom{n: tc.n, c: tc.c, h: tc.hw, w: tc.hw, o: tc.c, kh: tc.k, kw: tc.k, oh: tc.hw, ow: tc.hw, p: p}
 		k, pix, in := g.cols(), g.pixels(), g.c*g.h*g.w
@@ -134,7 +134,7 @@ func BenchmarkIm2col(b *testing.B) {
 // stem (45×45 and 20×20 at 96 px).
 func BenchmarkCol2im(b *testing.B) {
 	for _, tc := range []struct{ n, c, hw, k, pad int }{
-		{4, 64, 16, 3, 1}, {8, 128, 8, 3, 1}, {8, 64, 9, 3, 1}, {8, 48, 9, 5, 2}, {2, 32, 47, 3, 0}, {4, 80, 22, 3, 0},
+		{4, 64, 16, 3, 1}, {8, 128, 8, 3, 1}, {16, 256, 4, 3, 1}, {8, 64, 9, 3, 1}, {8, 48, 9, 5, 2}, {2, 32, 47, 3, 0}, {4, 80, 22, 3, 0},
 	} {
 		p := tensor.Conv2DParams{StrideH: 1, StrideW: 1, PadH: tc.pad, PadW: tc.pad}
 		o := tc.hw + 2*tc.pad - tc.k + 1

@@ -12,43 +12,51 @@ import "fmt"
 
 // addRows sets dst[r·ds + q] += src[r·ss + q] for r < rows and q < n.
 func addRows(dst []float32, ds int, src []float32, ss int, rows, n int) {
-	if !rowsFit(len(dst), ds, len(src), ss, rows, n) {
+	if rows <= 0 || n <= 0 {
 		return
 	}
-	if bnSIMD != 0 {
-		addRowsSIMD(&dst[0], ds, &src[0], ss, rows, n)
-		return
+	if ds < 0 || ss < 0 || (rows-1)*ds+n > len(dst) || (rows-1)*ss+n > len(src) {
+		rowsOverrun(len(dst), ds, len(src), ss, rows, n)
 	}
-	for r := range rows {
-		d, s := dst[r*ds:r*ds+n], src[r*ss:r*ss+n]
-		for q, v := range s {
-			d[q] += v
+	// The assembly loops are called from here directly: the calls of a
+	// lowering are many and short (a 4×4 map's tap is 16 values).
+	switch bnSIMD {
+	case 16:
+		addRows16(&dst[0], ds, &src[0], ss, rows, n)
+	case 8:
+		addRows8(&dst[0], ds, &src[0], ss, rows, n)
+	default:
+		for r := range rows {
+			d, s := dst[r*ds:r*ds+n], src[r*ss:r*ss+n]
+			for q, v := range s {
+				d[q] += v
+			}
 		}
 	}
 }
 
 // copyRows sets dst[r·ds + q] = src[r·ss + q] for r < rows and q < n.
 func copyRows(dst []float32, ds int, src []float32, ss int, rows, n int) {
-	if !rowsFit(len(dst), ds, len(src), ss, rows, n) {
+	if rows <= 0 || n <= 0 {
 		return
 	}
-	if bnSIMD != 0 {
-		copyRowsSIMD(&dst[0], ds, &src[0], ss, rows, n)
-		return
+	if ds < 0 || ss < 0 || (rows-1)*ds+n > len(dst) || (rows-1)*ss+n > len(src) {
+		rowsOverrun(len(dst), ds, len(src), ss, rows, n)
 	}
-	for r := range rows {
-		copy(dst[r*ds:r*ds+n], src[r*ss:r*ss+n])
+	switch bnSIMD {
+	case 16:
+		copyRows16(&dst[0], ds, &src[0], ss, rows, n)
+	case 8:
+		copyRows8(&dst[0], ds, &src[0], ss, rows, n)
+	default:
+		for r := range rows {
+			copy(dst[r*ds:r*ds+n], src[r*ss:r*ss+n])
+		}
 	}
 }
 
-// rowsFit reports whether there are rows to move, panicking unless they
-// lie inside both slices (the assembly loops test no bounds).
-func rowsFit(dn, ds, sn, ss, rows, n int) bool {
-	if rows <= 0 || n <= 0 {
-		return false
-	}
-	if ds < 0 || ss < 0 || (rows-1)*ds+n > dn || (rows-1)*ss+n > sn {
-		panic(fmt.Sprintf("cpu: %d rows of %d values, %d and %d apart, overrun slices of %d and %d", rows, n, ds, ss, dn, sn))
-	}
-	return true
+// rowsOverrun panics: rows that do not lie inside both slices (the
+// assembly loops test no bounds).
+func rowsOverrun(dn, ds, sn, ss, rows, n int) {
+	panic(fmt.Sprintf("cpu: %d rows of %d values, %d and %d apart, overrun slices of %d and %d", rows, n, ds, ss, dn, sn))
 }
