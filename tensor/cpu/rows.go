@@ -18,8 +18,10 @@ func addRows(dst []float32, ds int, src []float32, ss int, rows, n int) {
 	if ds < 0 || ss < 0 || (rows-1)*ds+n > len(dst) || (rows-1)*ss+n > len(src) {
 		rowsOverrun(len(dst), ds, len(src), ss, rows, n)
 	}
-	// The assembly loops are called from here directly: the calls of a
-	// lowering are many and short (a 4×4 map's tap is 16 values).
+	// The checks and the assembly loops sit here directly, in addRows and
+	// copyRows alike: the calls of a lowering are many and short (a 4×4
+	// map's tap is 16 values), and a shared checking function is too large
+	// for the compiler to inline.
 	switch bnSIMD {
 	case 16:
 		addRows16(&dst[0], ds, &src[0], ss, rows, n)
