@@ -167,7 +167,10 @@ func TestPlanMemoryMatchesValidation(t *testing.T) {
 // by more than planDecisive, the plan must name it. It logs the hit rate
 // over all workloads, whose aim is 90 %: on the committed dataset it is 8
 // of 9, the miss vgg16bn at M = 4, where coop leads 1f1b by 1.6 %, less
-// than the runs' own spread.
+// than the runs' own spread. It logs too how often the measured fastest
+// is named or among the configurations the plan's verdict says it cannot
+// tell apart from its fastest (forecast within the forecast's 1-σ
+// uncertainty): 9 of 9.
 func TestPlanRanksFromSingleDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits and forecasts the validation dataset")
@@ -219,7 +222,7 @@ func checkPlanRanks(t *testing.T, recs []profiler.Record, names []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits := 0
+	hits, covered := 0, 0
 	for _, w := range workloads {
 		space := validationSpace(w.model, 2, []int{w.micro}, names)
 		all, _, err := space.Configs()
@@ -260,6 +263,14 @@ func checkPlanRanks(t *testing.T, recs []profiler.Record, names []string) {
 			t.Logf("  %s: forecast %.1f ms, measured %.1f ms", key, float64(r.Predicted.Summary.StepNanosMedian)/1e6, s/1e6)
 		}
 		got := planKey(rows[0].Config.Model, 2, w.micro, rows[0].Config.Schedule)
+		// The plan also names, as not told apart from its fastest, the
+		// configurations forecast within the forecast's 1-σ uncertainty.
+		band := float64(rows[0].Predicted.Summary.StepNanosMedian) * (1 + rows[0].Predicted.Summary.PredictedRelErr)
+		for _, r := range rows {
+			if planKey(r.Config.Model, 2, w.micro, r.Config.Schedule) == best && float64(r.Predicted.Summary.StepNanosMedian) <= band {
+				covered++
+			}
+		}
 		if got == best {
 			hits++
 		} else if lead := second/bestStep - 1; lead > planDecisive {
@@ -269,7 +280,8 @@ func checkPlanRanks(t *testing.T, recs []profiler.Record, names []string) {
 			got, float64(rows[0].Predicted.Summary.StepNanosMedian)/1e6, best, bestStep/1e6)
 	}
 	rate := float64(hits) / float64(len(workloads))
-	t.Logf("hit rate: %d of %d workloads (%.0f %%; the aim is 90 %%)", hits, len(workloads), 100*rate)
+	t.Logf("hit rate: %d of %d workloads (%.0f %%; the aim is 90 %%); the measured fastest named or within the forecast's uncertainty of it: %d of %d",
+		hits, len(workloads), 100*rate, covered, len(workloads))
 }
 
 // planDecisive is the lead over the runner-up beyond which a measured

@@ -2,7 +2,9 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // PlanEntry is one configuration of a plan as the plan table shows it.
@@ -17,8 +19,11 @@ type PlanEntry struct {
 	PeakDevice  int
 	TopCategory string
 	// Timed says whether the forecast figures hold a forecast.
-	Timed            bool
-	StepNanos        int64
+	Timed     bool
+	StepNanos int64
+	// StepRelErr is the forecast step time's relative 1-σ uncertainty
+	// (predictor.CostModel.RelErr), 0 for none.
+	StepRelErr       float64
 	BubbleFraction   float64
 	SamplesPerSecond float64
 	// Rank is the entry's place among those within the budget (1: the
@@ -54,6 +59,7 @@ func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 	if opts.Timed {
 		cols = append(cols,
 			Column{Key: "step_nanos", Header: "step", Align: AlignRight},
+			Column{Key: "step_rel_err", Header: "± step", Align: AlignRight, Show: Machines},
 			Column{Key: "bubble_fraction", Header: "bubble", Align: AlignRight, Fold: 3},
 			Column{Key: "samples_per_second", Header: "samples/s", Align: AlignRight, Fold: 5})
 	}
@@ -64,7 +70,7 @@ func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 	for _, e := range entries {
 		t.Rows = append(t.Rows, planRow(e, opts))
 	}
-	t.Footnotes = append(planFootnotes(opts), opts.Footnotes...)
+	t.Footnotes = append(planFootnotes(entries, opts), opts.Footnotes...)
 	return t
 }
 
@@ -77,7 +83,7 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 	row := []Cell{String(e.Schedule), options, Int(int64(e.Micro)), Bytes(e.PeakBytes),
 		Int(int64(e.PeakDevice)), String(e.TopCategory)}
 	if opts.Timed {
-		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)},
+		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)}, relErrCell(e.StepRelErr),
 			runsPercentCell(e.BubbleFraction), Float(e.SamplesPerSecond, 1))
 	}
 	rank, budget := Int(int64(e.Rank)), Cell{Value: false, Text: "ok"}
@@ -90,13 +96,36 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 	return append(row, rank, budget)
 }
 
+// relErrCell shows a relative uncertainty as "±3.9 %", "—" for none.
+func relErrCell(f float64) Cell {
+	if f <= 0 {
+		return Cell{Value: 0.0, Text: "—"}
+	}
+	return Cell{Value: f, Text: "±" + strconv.FormatFloat(100*f, 'f', 1, 64) + " %"}
+}
+
+// planRelErr is the step-time uncertainty the entries' forecasts share
+// (one cost model forecasts them all), 0 for none.
+func planRelErr(entries []PlanEntry) float64 {
+	for _, e := range entries {
+		if e.Timed && e.StepRelErr > 0 {
+			return e.StepRelErr
+		}
+	}
+	return 0
+}
+
 // planFootnotes say what the columns mean and how the rows are ranked.
-func planFootnotes(opts PlanTableOptions) []string {
+func planFootnotes(entries []PlanEntry, opts PlanTableOptions) []string {
 	notes := []string{"peak/device: the largest device's peak bytes in a training step, exact from the runner's " +
 		"memory accounting on the meta backend; top category: what holds the most of it."}
 	if opts.Timed {
-		notes = append(notes, "step, bubble, samples/s: forecast from the costs fitted to --data, as pipecast predict does; "+
-			"rank: by forecast step time.")
+		band := ""
+		if f := planRelErr(entries); f > 0 {
+			band = " (step " + relErrCell(f).Text + ", 1 σ, from the fits' residuals and the runs' noise)"
+		}
+		notes = append(notes, "step, bubble, samples/s: forecast from the costs fitted to --data, as pipecast predict does"+
+			band+"; rank: by forecast step time.")
 	} else {
 		notes = append(notes, "rank: by peak memory (give --data RUNS.jsonl to forecast and rank by step time).")
 	}
@@ -104,6 +133,57 @@ func planFootnotes(opts PlanTableOptions) []string {
 		notes = append(notes, "budget: "+FormatBytes(opts.BudgetBytes)+" per device; over budget: not ranked.")
 	}
 	return notes
+}
+
+// planEntryName is an entry as the verdict names it: "coop (d=1) M=4".
+func planEntryName(e PlanEntry) string {
+	name := e.Schedule
+	if e.Options != "" {
+		name += " (" + e.Options + ")"
+	}
+	return fmt.Sprintf("%s M=%d", name, e.Micro)
+}
+
+// planMaxTies is how many runners-up the verdict names as not told apart
+// from the fastest.
+const planMaxTies = 3
+
+// planTies names the ranked entries whose forecast step lies within the
+// forecast's 1-σ uncertainty of best's, in rank order: the forecast does
+// not tell them apart from the fastest, so measuring them is what
+// decides. It is "" when there are none or no uncertainty is known.
+func planTies(entries []PlanEntry, best PlanEntry) string {
+	f := best.StepRelErr
+	if f <= 0 {
+		return ""
+	}
+	var ties []PlanEntry
+	for _, e := range entries {
+		if e.Rank > 1 && !e.OverBudget && e.Timed && float64(e.StepNanos) <= float64(best.StepNanos)*(1+f) {
+			ties = append(ties, e)
+		}
+	}
+	if len(ties) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(ties, func(a, b PlanEntry) int { return a.Rank - b.Rank })
+	var names []string
+	for _, e := range ties[:min(len(ties), planMaxTies)] {
+		names = append(names, planEntryName(e)+" ("+FormatNanos(e.StepNanos)+")")
+	}
+	if n := len(ties) - planMaxTies; n > 0 {
+		names = append(names, fmt.Sprintf("%d more", n))
+	}
+	return fmt.Sprintf(" Within the forecast's %s (1 σ) of it, so not told apart: %s.",
+		relErrCell(f).Text, joinAnd(names))
+}
+
+// joinAnd joins names as "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // PlanVerdict is the line that names the plan's best entry (rank 1) with
@@ -120,7 +200,7 @@ func PlanVerdict(entries []PlanEntry, opts PlanTableOptions) string {
 		if opts.Timed {
 			return fmt.Sprintf("Fastest: %s with M=%d, %s a step (%s samples/s, bubble %s), peak %s per device.",
 				name, e.Micro, FormatNanos(e.StepNanos), strconv.FormatFloat(e.SamplesPerSecond, 'f', 1, 64),
-				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes))
+				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes)) + planTies(entries, e)
 		}
 		return fmt.Sprintf("Lightest: %s with M=%d, peak %s per device (device %d, mostly %s).",
 			name, e.Micro, FormatBytes(e.PeakBytes), e.PeakDevice, e.TopCategory)

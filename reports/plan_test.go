@@ -10,11 +10,11 @@ import (
 func samplePlan() []PlanEntry {
 	return []PlanEntry{
 		{Schedule: "1f1b", Micro: 4, PeakBytes: 3 << 20, PeakDevice: 0, TopCategory: "weights", Timed: true,
-			StepNanos: 21_500_000, BubbleFraction: 0.2, SamplesPerSecond: 744.2, Rank: 1},
+			StepNanos: 21_500_000, StepRelErr: 0.04, BubbleFraction: 0.2, SamplesPerSecond: 744.2, Rank: 1},
 		{Schedule: "coop", Options: "d=1", Micro: 2, PeakBytes: 5 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
-			StepNanos: 23_000_000, BubbleFraction: 0.1, SamplesPerSecond: 695.7, Rank: 2},
+			StepNanos: 23_000_000, StepRelErr: 0.04, BubbleFraction: 0.1, SamplesPerSecond: 695.7, Rank: 2},
 		{Schedule: "gpipe", Options: "never", Micro: 8, PeakBytes: 9 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
-			StepNanos: 20_000_000, BubbleFraction: 0.3, SamplesPerSecond: 800, OverBudget: true},
+			StepNanos: 20_000_000, StepRelErr: 0.04, BubbleFraction: 0.3, SamplesPerSecond: 800, OverBudget: true},
 	}
 }
 
@@ -30,6 +30,34 @@ func TestPlanTableGolden(t *testing.T) {
 	}
 	if got, want := PlanVerdict(samplePlan(), opts), "Fastest: 1f1b with M=4, 21.5 ms a step (744.2 samples/s, bubble 20.0 %), peak 3.00 MiB per device."; got != want {
 		t.Errorf("verdict %q, want %q", got, want)
+	}
+}
+
+// TestPlanVerdictTies checks that the verdict names the ranked entries
+// whose forecast lies within the forecast's uncertainty of the fastest,
+// in rank order, and none over the budget or outside the band.
+func TestPlanVerdictTies(t *testing.T) {
+	entries := samplePlan()
+	for i := range entries {
+		entries[i].StepRelErr = 0.1 // coop's 23.0 ms is 7 % slower than 21.5: within
+	}
+	opts := PlanTableOptions{Timed: true, BudgetBytes: 8 << 20}
+	got := PlanVerdict(entries, opts)
+	if want := " Within the forecast's ±10.0 % (1 σ) of it, so not told apart: coop (d=1) M=2 (23.0 ms)."; !strings.HasSuffix(got, want) {
+		t.Errorf("verdict %q, want it to end %q", got, want)
+	}
+	entries[1].StepNanos = 24_000_000 // 11.6 % slower: outside
+	if got := PlanVerdict(entries, opts); strings.Contains(got, "not told apart") {
+		t.Errorf("verdict %q names a tie outside the band", got)
+	}
+	var many []PlanEntry
+	for i := range 6 {
+		many = append(many, PlanEntry{Schedule: "1f1b", Micro: 1 << i, Timed: true, StepNanos: int64(10_000_000 + 100_000*i),
+			StepRelErr: 0.1, Rank: i + 1})
+	}
+	got = PlanVerdict(many, opts)
+	if want := "not told apart: 1f1b M=2 (10.1 ms), 1f1b M=4 (10.2 ms), 1f1b M=8 (10.3 ms) and 2 more."; !strings.HasSuffix(got, want) {
+		t.Errorf("verdict %q, want it to end %q", got, want)
 	}
 }
 

@@ -70,7 +70,8 @@ samples/s.
 A configuration whose largest device needs more than --memory bytes (16GiB,
 512MiB, 2e9) is over budget. The others are ranked by forecast step time
 with --data, by peak memory without, and the line after the table names
-the best. --svg FILE draws forecast step time against peak memory with
+the best, and those forecast within the forecast's 1-σ uncertainty of
+it, which the forecast cannot tell apart from it. --svg FILE draws forecast step time against peak memory with
 the budget line (without --data: each configuration's peak as a bar).`,
 		Example: `  pipecast plan --model resnet50 --image 224 --width 1 --batch 32 --devices 4
   pipecast plan --model mlp --batch 16 --devices 2 --memory 2MiB --output markdown
@@ -309,7 +310,7 @@ func planEntries(rows []predictor.PlanRow) []reports.PlanEntry {
 			e.Options = fmt.Sprintf("v=%d", s.Virtual)
 		}
 		if p := r.Predicted; p != nil {
-			e.Timed, e.StepNanos = true, p.Summary.StepNanosMedian
+			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
 			e.BubbleFraction, e.SamplesPerSecond = p.Summary.BubbleFraction, p.Summary.SamplesPerSecond
 		}
 		out[i] = e
