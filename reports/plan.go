@@ -135,15 +135,6 @@ func planFootnotes(entries []PlanEntry, opts PlanTableOptions) []string {
 	return notes
 }
 
-// planEntryName is an entry as the verdict names it: "coop (d=1) M=4".
-func planEntryName(e PlanEntry) string {
-	name := e.Schedule
-	if e.Options != "" {
-		name += " (" + e.Options + ")"
-	}
-	return fmt.Sprintf("%s M=%d", name, e.Micro)
-}
-
 // planMaxTies is how many runners-up the verdict names as not told apart
 // from the fastest.
 const planMaxTies = 3
@@ -169,7 +160,7 @@ func planTies(entries []PlanEntry, best PlanEntry) string {
 	slices.SortStableFunc(ties, func(a, b PlanEntry) int { return a.Rank - b.Rank })
 	var names []string
 	for _, e := range ties[:min(len(ties), planMaxTies)] {
-		names = append(names, planEntryName(e)+" ("+FormatNanos(e.StepNanos)+")")
+		names = append(names, planLabel(e)+" ("+FormatNanos(e.StepNanos)+")")
 	}
 	if n := len(ties) - planMaxTies; n > 0 {
 		names = append(names, fmt.Sprintf("%d more", n))

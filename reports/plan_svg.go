@@ -26,7 +26,8 @@ var errNoPlanEntries = errors.New("reports: plan chart: no configurations")
 // WritePlanSVG writes a plan's chart: with forecasts (opts.Timed) a
 // scatter of forecast step time against the largest device's peak
 // memory, one labelled point per entry coloured by schedule, with the
-// budget as a vertical line; without, the peak memory of each entry as a
+// budget as a vertical line and each forecast's 1-σ uncertainty as a bar
+// through its point; without, the peak memory of each entry as a
 // horizontal bar, with the budget line across them.
 func WritePlanSVG(w io.Writer, entries []PlanEntry, opts PlanTableOptions) error {
 	if len(entries) == 0 {
@@ -75,7 +76,7 @@ func planScatter(s *svgWriter, entries []PlanEntry, opts PlanTableOptions) {
 	yHi := 0.0
 	for _, e := range entries {
 		xHi = math.Max(xHi, float64(e.PeakBytes))
-		yHi = math.Max(yHi, float64(e.StepNanos))
+		yHi = math.Max(yHi, float64(e.StepNanos)*(1+e.StepRelErr))
 	}
 	xHi, yHi = 1.1*math.Max(xHi, 1), 1.1*math.Max(yHi, 1)
 	plotW, plotH := planWidth-planLeft-planRight, planHeight-planTop-planBottom
@@ -101,6 +102,11 @@ func planScatter(s *svgWriter, entries []PlanEntry, opts PlanTableOptions) {
 		fill := planColor(e)
 		if e.OverBudget {
 			fill = "none"
+		}
+		if f := e.StepRelErr; f > 0 {
+			// The forecast's 1-σ band, as a vertical bar through the point.
+			s.printf(`<line class="plan-err" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-opacity="0.6"/>`+"\n",
+				svgNum(px), svgNum(y(float64(e.StepNanos)*(1+f))), svgNum(px), svgNum(y(float64(e.StepNanos)*(1-f))), planColor(e))
 		}
 		s.printf(`<circle class="plan-point" cx="%s" cy="%s" r="4" fill="%s" stroke="%s"><title>%s</title></circle>`+"\n",
 			svgNum(px), svgNum(py), fill, planColor(e), svgEscape(planLabel(e)+": "+FormatBytes(e.PeakBytes)+", "+FormatNanos(e.StepNanos)))

@@ -33,6 +33,13 @@ func TestWritePlanSVGGolden(t *testing.T) {
 			if !strings.Contains(out, `class="budget"`) || !strings.Contains(out, "gpipe (never) M=8") {
 				t.Errorf("the chart lacks the budget line or a point's label")
 			}
+			wantErr := 0
+			if tc.timed {
+				wantErr = len(entries) // every sample entry has an uncertainty
+			}
+			if n := strings.Count(out, `class="plan-err"`); n != wantErr {
+				t.Errorf("%d uncertainty bars, want %d", n, wantErr)
+			}
 			checkGolden(t, tc.golden, b.Bytes())
 		})
 	}
