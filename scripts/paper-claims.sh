@@ -17,7 +17,7 @@
 #
 # Usage: scripts/paper-claims.sh [DIR]   (records kept in DIR, default a
 # new temporary directory; a second call with the same DIR reuses the
-# runs it holds). About 10 minutes on 2 cores.
+# runs it holds). About 4–5 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-$(mktemp -d)}

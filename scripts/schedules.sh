@@ -16,7 +16,7 @@
 #
 # Usage: scripts/schedules.sh [DIR]   (records kept in DIR, default a new
 # temporary directory; a second call with the same DIR reuses the runs it
-# holds). About 6 minutes on 2 cores.
+# holds). About 2 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-$(mktemp -d)}
