@@ -720,3 +720,19 @@ func TestFitRefusesMixedHugePages(t *testing.T) {
 		}
 	}
 }
+
+func TestExtrapolated(t *testing.T) {
+	models, err := Fit(synthRecords(testCosts, 1, false, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := models[KeyOf(&synthRecords(testCosts, 1, false, false)[0])]
+	// The records measured 8, 16, 32 and 64 samples a micro-batch: 12
+	// lies between them, 4 and 128 outside.
+	if got, want := fmt.Sprint(c.Extrapolated([]int{128, 16, 12, 4, 128, 8, 64})), "[4 128]"; got != want {
+		t.Errorf("extrapolated: got %s, want %s", got, want)
+	}
+	if got := c.Extrapolated([]int{8, 64}); got != nil {
+		t.Errorf("the measured range's ends are extrapolated: %v", got)
+	}
+}

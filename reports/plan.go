@@ -23,7 +23,10 @@ type PlanEntry struct {
 	StepNanos int64
 	// StepRelErr is the forecast step time's relative 1-σ uncertainty
 	// (predictor.CostModel.RelErr), 0 for none.
-	StepRelErr       float64
+	StepRelErr float64
+	// Extrapolated marks a forecast at a micro-batch size outside the
+	// range the fitted runs measured.
+	Extrapolated     bool
 	BubbleFraction   float64
 	SamplesPerSecond float64
 	// Rank is the entry's place among those within the budget (1: the
@@ -60,6 +63,7 @@ func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 		cols = append(cols,
 			Column{Key: "step_nanos", Header: "step", Align: AlignRight},
 			Column{Key: "step_rel_err", Header: "± step", Align: AlignRight, Show: Machines},
+			Column{Key: "extrapolated", Header: "extrapolated", Show: Machines},
 			Column{Key: "bubble_fraction", Header: "bubble", Align: AlignRight, Fold: 3},
 			Column{Key: "samples_per_second", Header: "samples/s", Align: AlignRight, Fold: 5})
 	}
@@ -84,6 +88,7 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 		Int(int64(e.PeakDevice)), String(e.TopCategory)}
 	if opts.Timed {
 		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)}, relErrCell(e.StepRelErr),
+			Cell{Value: e.Extrapolated, Text: strconv.FormatBool(e.Extrapolated)},
 			runsPercentCell(e.BubbleFraction), Float(e.SamplesPerSecond, 1))
 	}
 	rank, budget := Int(int64(e.Rank)), Cell{Value: false, Text: "ok"}
@@ -135,6 +140,14 @@ func planFootnotes(entries []PlanEntry, opts PlanTableOptions) []string {
 	return notes
 }
 
+// planExtrapolated warns when the best entry's forecast is extrapolated.
+func planExtrapolated(e PlanEntry) string {
+	if !e.Extrapolated {
+		return ""
+	}
+	return " Its micro-batch size lies outside those the runs measured, so its forecast is extrapolated."
+}
+
 // planMaxTies is how many runners-up the verdict names as not told apart
 // from the fastest.
 const planMaxTies = 3
@@ -166,11 +179,11 @@ func planTies(entries []PlanEntry, best PlanEntry) string {
 		names = append(names, fmt.Sprintf("%d more", n))
 	}
 	return fmt.Sprintf(" Within the forecast's %s (1 σ) of it, so not told apart: %s.",
-		relErrCell(f).Text, joinAnd(names))
+		relErrCell(f).Text, JoinAnd(names))
 }
 
-// joinAnd joins names as "a, b and c".
-func joinAnd(names []string) string {
+// JoinAnd joins names as "a, b and c".
+func JoinAnd(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
@@ -191,7 +204,7 @@ func PlanVerdict(entries []PlanEntry, opts PlanTableOptions) string {
 		if opts.Timed {
 			return fmt.Sprintf("Fastest: %s with M=%d, %s a step (%s samples/s, bubble %s), peak %s per device.",
 				name, e.Micro, FormatNanos(e.StepNanos), strconv.FormatFloat(e.SamplesPerSecond, 'f', 1, 64),
-				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes)) + planTies(entries, e)
+				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes)) + planExtrapolated(e) + planTies(entries, e)
 		}
 		return fmt.Sprintf("Lightest: %s with M=%d, peak %s per device (device %d, mostly %s).",
 			name, e.Micro, FormatBytes(e.PeakBytes), e.PeakDevice, e.TopCategory)

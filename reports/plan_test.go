@@ -46,6 +46,13 @@ func TestPlanVerdictTies(t *testing.T) {
 	if want := " Within the forecast's ±10.0 % (1 σ) of it, so not told apart: coop (d=1) M=2 (23.0 ms)."; !strings.HasSuffix(got, want) {
 		t.Errorf("verdict %q, want it to end %q", got, want)
 	}
+	if strings.Contains(got, "extrapolated") {
+		t.Errorf("verdict %q calls a forecast within the measured sizes extrapolated", got)
+	}
+	entries[0].Extrapolated = true
+	if got := PlanVerdict(entries, opts); !strings.Contains(got, "so its forecast is extrapolated. Within") {
+		t.Errorf("verdict %q does not say that the fastest's forecast is extrapolated", got)
+	}
 	entries[1].StepNanos = 24_000_000 // 11.6 % slower: outside
 	if got := PlanVerdict(entries, opts); strings.Contains(got, "not told apart") {
 		t.Errorf("verdict %q names a tie outside the band", got)

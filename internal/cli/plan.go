@@ -266,7 +266,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return &InputError{Err: errors.New("no configuration can train; give other --microbatches, --batch or --devices")}
 	}
 	predictor.RankPlan(rows, opts.MemoryBytes)
-	entries := planEntries(rows)
+	entries := planEntries(rows, costs)
 	topts := reports.PlanTableOptions{Title: planTitle(base, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes}
 	verdict := reports.PlanVerdict(entries, topts)
 	if opts.SVG != "" {
@@ -275,10 +275,25 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		}
 	}
 	topts.Footnotes = []string{verdict}
+	if n := extrapolationNote(costs, planConfigs(rows), "", "the step's ±"); n != "" {
+		topts.Footnotes = append(topts.Footnotes, n)
+		if opts.Output == FormatCSV || opts.Output == FormatJSON {
+			fmt.Fprintln(opts.IO.ErrOut, n)
+		}
+	}
 	if opts.Output == FormatCSV || opts.Output == FormatJSON {
 		fmt.Fprintln(opts.IO.ErrOut, verdict) // machine formats carry no footnotes
 	}
 	return renderTable(opts.IO.Out, reports.PlanTable(entries, topts), opts.Output, opts.Wide)
+}
+
+// planConfigs are the rows' configurations.
+func planConfigs(rows []predictor.PlanRow) []config.Config {
+	cfgs := make([]config.Config, len(rows))
+	for i := range rows {
+		cfgs[i] = rows[i].Config
+	}
+	return cfgs
 }
 
 // planTitle names what was planned.
@@ -292,8 +307,9 @@ func planTitle(base config.Config, n int, timed bool) string {
 		label, base.Batch, base.Schedule.Devices, base.Threads, n, what)
 }
 
-// planEntries are the rows as the plan table shows them.
-func planEntries(rows []predictor.PlanRow) []reports.PlanEntry {
+// planEntries are the rows as the plan table shows them, forecast with
+// costs (nil: none).
+func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel) []reports.PlanEntry {
 	out := make([]reports.PlanEntry, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -311,6 +327,7 @@ func planEntries(rows []predictor.PlanRow) []reports.PlanEntry {
 		}
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
+			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.Batch / s.Micro})) > 0
 			e.BubbleFraction, e.SamplesPerSecond = p.Summary.BubbleFraction, p.Summary.SamplesPerSecond
 		}
 		out[i] = e

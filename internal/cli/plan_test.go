@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -119,4 +120,30 @@ func FuzzParseBytes(f *testing.F) {
 			t.Errorf("parseBytes(%q) = %d, a negative size", s, n)
 		}
 	})
+}
+
+// TestPlanExtrapolated checks that a plan marks the forecasts at
+// micro-batch sizes outside those the data measured (the validation
+// dataset's resnet50 runs measured 2–16 samples a micro-batch), in its
+// rows and in a note.
+func TestPlanExtrapolated(t *testing.T) {
+	code, out, errOut := run(t, "plan", "--model", "resnet50", "--image", "32", "--width", "0.25", "--batch", "64",
+		"--devices", "2", "--microbatches", "2,4", "--schedule", "1f1b",
+		"--data", "../../predictor/testdata/validation_runs.jsonl", "--output", "csv")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows := csvRows(t, out)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		// M = 2 is 32 samples a micro-batch, M = 4 is 16.
+		if want := strconv.FormatBool(r["microbatches"] == "2"); r["extrapolated"] != want {
+			t.Errorf("M=%s: extrapolated %q, want %s", r["microbatches"], r["extrapolated"], want)
+		}
+	}
+	if want := "Extrapolated: micro-batches of 32 samples lie outside the 2–16 samples the runs measured"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
 }

@@ -279,10 +279,11 @@ func readMeasured(errOut io.Writer, files []string) ([]profiler.Record, error) {
 }
 
 func predictRun(ctx context.Context, opts *PredictOptions) error {
-	preds, keys, recs, err := forecast(ctx, opts)
+	fc, err := forecast(ctx, opts)
 	if err != nil {
 		return err
 	}
+	preds, recs := fc.preds, fc.recs
 	if opts.Out != "" {
 		if err := profiler.Append(filepath.Join(opts.Out, "runs.jsonl"), preds...); err != nil {
 			return err
@@ -296,26 +297,38 @@ func predictRun(ctx context.Context, opts *PredictOptions) error {
 			return err
 		}
 	}
-	return renderTable(opts.IO.Out, predictTable(preds, keys, recs), opts.Output, opts.Wide)
+	return renderTable(opts.IO.Out, predictTable(fc), opts.Output, opts.Wide)
+}
+
+// forecasts are predict's forecasts and what they rest on.
+type forecasts struct {
+	preds []profiler.Record
+	// keys are the cost models forecast with, in order; recs the
+	// measured records.
+	keys []predictor.Key
+	recs []profiler.Record
+	// extrapolated notes, per cost model, the forecasts that extend its
+	// block costs beyond the measured micro-batch sizes.
+	extrapolated []string
 }
 
 // forecast reads the data, fits its cost models and predicts every
-// configuration the flags select. It returns the predicted records, the
-// keys they belong to and the measured records they rest on; notes on
-// skipped combinations go to standard error.
-func forecast(ctx context.Context, opts *PredictOptions) (preds []profiler.Record, keys []predictor.Key, recs []profiler.Record, err error) {
+// configuration the flags select; notes on skipped combinations go to
+// standard error.
+func forecast(ctx context.Context, opts *PredictOptions) (*forecasts, error) {
 	fits, recs, err := fitMeasured(opts.IO.ErrOut, opts.Data)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	if keys, err = opts.targets(recs); err != nil {
-		return nil, nil, nil, err
+	fc := &forecasts{recs: recs}
+	if fc.keys, err = opts.targets(recs); err != nil {
+		return nil, err
 	}
 	var notes []string
-	for _, key := range keys {
+	for _, key := range fc.keys {
 		cfgs, skipped, err := opts.sweep(predictor.DataSweep(recs, key)).Expand()
 		if err != nil {
-			return nil, nil, nil, sweepError(err, skipped)
+			return nil, sweepError(err, skipped)
 		}
 		for _, n := range skipped {
 			if !slices.Contains(notes, n) {
@@ -326,12 +339,19 @@ func forecast(ctx context.Context, opts *PredictOptions) (preds []profiler.Recor
 		for _, cfg := range cfgs {
 			rec, err := predictor.Predict(ctx, fits[key], cfg)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("predict %s: %w", cfg, err)
+				return nil, fmt.Errorf("predict %s: %w", cfg, err)
 			}
-			preds = append(preds, rec)
+			fc.preds = append(fc.preds, rec)
+		}
+		label := ""
+		if len(fc.keys) > 1 {
+			label = key.String()
+		}
+		if n := extrapolationNote(fits[key], cfgs, label, "± step"); n != "" {
+			fc.extrapolated = append(fc.extrapolated, n)
 		}
 	}
-	return preds, keys, recs, nil
+	return fc, nil
 }
 
 // fitMeasured reads the measured records of the data files (see
@@ -353,10 +373,10 @@ func fitMeasured(errOut io.Writer, files []string) (map[predictor.Key]*predictor
 
 // predictTable is the runs table of the forecasts, titled and footnoted
 // as predicted.
-func predictTable(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) *reports.Table {
-	return reports.RunsTable(preds, reports.RunsTableOptions{
-		Title:     predictTitle(preds, keys, recs),
-		Footnotes: predictFootnotes(preds, keys, recs),
+func predictTable(fc *forecasts) *reports.Table {
+	return reports.RunsTable(fc.preds, reports.RunsTableOptions{
+		Title:     predictTitle(fc.preds, fc.keys, fc.recs),
+		Footnotes: append(predictFootnotes(fc.preds, fc.keys, fc.recs), fc.extrapolated...),
 	})
 }
 

@@ -145,10 +145,11 @@ func TestPredictGolden(t *testing.T) {
 	}
 	var errOut bytes.Buffer
 	opts.IO = &IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}
-	preds, keys, recs, err := forecast(context.Background(), opts)
+	fc, err := forecast(context.Background(), opts)
 	if err != nil || errOut.Len() > 0 {
 		t.Fatalf("forecast: %v; stderr %q", err, errOut.String())
 	}
+	preds := fc.preds
 	if len(preds) != 8 {
 		t.Fatalf("%d forecasts, want K 1,3 × M 2,4 × gpipe,1f1b = 8", len(preds))
 	}
@@ -164,7 +165,7 @@ func TestPredictGolden(t *testing.T) {
 		s.SamplesPerSecond = float64(r.Config.Batch) / (float64(step) / 1e9)
 		s.BubbleFraction, s.PredictedRelErr = 0.25, 0.05
 	}
-	table := predictTable(preds, keys, recs)
+	table := predictTable(fc)
 	for _, format := range []string{"table", "markdown", "csv", "json"} {
 		t.Run(format, func(t *testing.T) {
 			var out bytes.Buffer
@@ -435,10 +436,11 @@ func TestPredictStraggler(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts.IO = &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
-		preds, _, _, err := forecast(context.Background(), opts)
-		if err != nil || len(preds) != 1 {
-			t.Fatalf("%v: %d forecasts, %v", extra, len(preds), err)
+		fc, err := forecast(context.Background(), opts)
+		if err != nil || len(fc.preds) != 1 {
+			t.Fatalf("%v: forecasts %v, %v", extra, fc, err)
 		}
+		preds := fc.preds
 		if want := map[bool]float64{false: 0, true: 2}[extra != nil]; preds[0].Config.StragglerFactor != want {
 			t.Errorf("%v: straggler factor %v recorded, want %v", extra, preds[0].Config.StragglerFactor, want)
 		}
@@ -484,5 +486,25 @@ func TestPredictSVGBesideMeasured(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPredictExtrapolated checks that predict notes the forecasts at
+// micro-batch sizes outside those the data measured (4–16 samples) and
+// no others.
+func TestPredictExtrapolated(t *testing.T) {
+	code, out, errOut := run(t, "predict", "--data", predictData, "--devices", "2", "--microbatches", "1,16", "--schedule", "gpipe")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "Extrapolated: micro-batches of 1 sample lie outside the 4–16 samples the runs measured"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	code, out, errOut = run(t, "predict", "--data", predictData, "--devices", "2", "--microbatches", "1,2,4", "--schedule", "gpipe")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "Extrapolated") {
+		t.Errorf("sizes 16, 8 and 4 were measured, yet:\n%s", out)
 	}
 }
