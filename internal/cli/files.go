@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pipecast/pipecast/profiler"
 )
 
 // writeAtomically writes path through write: into a temporary file in
@@ -47,4 +50,55 @@ func writeAtomically(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkOutputFiles checks, before any work, that every file a command
+// was asked to write can be written: given as flag name and path pairs
+// (an empty path is not asked for), each must not be a directory, and
+// its directory must exist and take a new file (probed with a temporary
+// one, removed at once). It returns a usage error naming the flag.
+func checkOutputFiles(flagPaths ...string) error {
+	for i := 0; i+1 < len(flagPaths); i += 2 {
+		flag, path := flagPaths[i], flagPaths[i+1]
+		if path == "" {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return usageErrorf("--%s %s: a directory; give a file name", flag, path)
+		}
+		dir := filepath.Dir(path)
+		fi, err := os.Stat(dir)
+		switch {
+		case err != nil:
+			return usageErrorf("--%s %s: directory %s: %v", flag, path, dir, errors.Unwrap(err))
+		case !fi.IsDir():
+			return usageErrorf("--%s %s: %s is not a directory", flag, path, dir)
+		}
+		f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.probe")
+		if err != nil {
+			return usageErrorf("--%s %s: cannot write in %s: %v", flag, path, dir, errors.Unwrap(err))
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+// maxSkipNotes is how many skipped lines of one file readRecords names
+// before it counts the rest.
+const maxSkipNotes = 3
+
+// readRecords reads the run records of path, skipping lines that hold
+// none: it names the first maxSkipNotes on errOut and counts the others,
+// so that a file that is not a runs.jsonl at all does not flood the
+// terminal. Its error (an unreadable file) names the path.
+func readRecords(errOut io.Writer, path string) ([]profiler.Record, error) {
+	recs, bad, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
+	for i := range bad[:min(len(bad), maxSkipNotes)] {
+		fmt.Fprintf(errOut, "pipecast: %v (skipped)\n", &bad[i])
+	}
+	if n := len(bad) - maxSkipNotes; n > 0 {
+		fmt.Fprintf(errOut, "pipecast: %s: %d more lines that hold no run record (skipped)\n", path, n)
+	}
+	return recs, err
 }

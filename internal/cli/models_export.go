@@ -68,6 +68,9 @@ existing file as it was.`,
 			if err := opts.Size.validate(); err != nil {
 				return err
 			}
+			if err := checkOutputFiles("out", opts.Out); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -153,6 +153,9 @@ func (o *PlanOptions) validate() error {
 			return usageErrorf("--data %s: %v", path, errors.Unwrap(err))
 		}
 	}
+	if err := checkOutputFiles("svg", o.SVG); err != nil {
+		return err
+	}
 	base := o.base(0)
 	base.Schedule.Name = schedule.GPipe
 	base.Schedule.Micro = 1

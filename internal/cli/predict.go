@@ -163,6 +163,9 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	if len(o.Data) == 0 {
 		return usageErrorf("--data: need at least one RUNS.jsonl file of measured runs")
 	}
+	if err := checkOutputFiles("trace", o.Trace, "pprof", o.Pprof, "svg", o.SVG); err != nil {
+		return err
+	}
 	if !slices.Contains(predictHoldouts, o.Holdout) {
 		return usageErrorf("--holdout %q: unknown holdout (want %s)", o.Holdout, strings.Join(predictHoldouts, ", "))
 	}
@@ -259,10 +262,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 func readMeasured(errOut io.Writer, files []string) ([]profiler.Record, error) {
 	var all []profiler.Record
 	for _, path := range files {
-		recs, bad, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
-		for _, le := range bad {
-			fmt.Fprintf(errOut, "pipecast: %v (skipped)\n", &le)
-		}
+		recs, err := readRecords(errOut, path)
 		if err != nil {
 			return nil, err // it names the file
 		}

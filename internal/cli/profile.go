@@ -176,6 +176,9 @@ func (o *ProfileOptions) validate() error {
 	if err := o.Sweep.Check(); err != nil {
 		return sweepError(err, nil)
 	}
+	if err := checkOutputFiles("trace", o.Trace, "pprof", o.Pprof); err != nil {
+		return err
+	}
 	if err := checkTransport(o.Transport, o.Timeout); err != nil {
 		return err
 	}

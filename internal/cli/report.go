@@ -110,6 +110,10 @@ telling columns and says which; --wide prints them all.`,
 			if err := opts.checkCompare(); err != nil {
 				return err
 			}
+			if err := checkOutputFiles("pprof", opts.Pprof, "trace", opts.Trace, "svg", opts.SVG,
+				"svg-chart", opts.SVGChart, "svg-memory", opts.SVGMemory); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -138,10 +142,7 @@ func reportRun(opts *ReportOptions) error {
 	}
 	var all []profiler.Record
 	for _, path := range opts.Files {
-		recs, bad, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
-		for _, le := range bad {
-			fmt.Fprintf(opts.IO.ErrOut, "pipecast: %v (skipped)\n", &le)
-		}
+		recs, err := readRecords(opts.IO.ErrOut, path)
 		if err != nil {
 			return err // it names the file
 		}
@@ -304,10 +305,7 @@ func (o *ReportOptions) checkCompare() error {
 func reportCompareRun(opts *ReportOptions) error {
 	var sides [2][]profiler.Record
 	for i, path := range opts.Files {
-		recs, bad, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
-		for _, le := range bad {
-			fmt.Fprintf(opts.IO.ErrOut, "pipecast: %v (skipped)\n", &le)
-		}
+		recs, err := readRecords(opts.IO.ErrOut, path)
 		if err != nil {
 			return err // it names the file
 		}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path, want string // want: "" for no error, else a part of the message
+	}{
+		{"", ""},
+		{filepath.Join(dir, "new.svg"), ""},
+		{file, ""}, // an existing file is overwritten
+		{dir, "a directory"},
+		{filepath.Join(dir, "missing", "x.svg"), "no such file or directory"},
+		{filepath.Join(file, "x.svg"), "is not a directory"},
+	}
+	for _, tc := range tests {
+		err := checkOutputFiles("pprof", "", "svg", tc.path)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.path, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--svg ")):
+			t.Errorf("%q: error %v, want --svg and %q", tc.path, err, tc.want)
+		case tc.want != "" && !isUsage(err):
+			t.Errorf("%q: %T is not a usage error", tc.path, err)
+		}
+	}
+	// The probe leaves nothing behind.
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("the directory holds %d entries after the checks, want only %s (%v)", len(entries), file, err)
+	}
+}
+
+// isUsage says whether err is a usage error (exit code 2).
+func isUsage(err error) bool {
+	_, ok := err.(*UsageError)
+	return ok
+}
+
+// TestOutputCheckedBeforeWork checks that an export to a directory that
+// does not exist stops profile before it trains anything.
+func TestOutputCheckedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := run(t, "profile", "--model", "mlp", "--out", dir, "--trace", filepath.Join(dir, "missing", "t.json"))
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, errOut)
+	}
+	if out != "" {
+		t.Errorf("profile printed results before failing:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("profile ran: runs.jsonl exists (%v)", err)
+	}
+}
+
+func TestReadRecordsCapsSkipNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a record\n", 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	recs, err := readRecords(&errOut, path)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if len(lines) != maxSkipNotes+1 || !strings.Contains(lines[maxSkipNotes], "7 more lines that hold no run record") {
+		t.Errorf("notes:\n%s\nwant %d named lines and a count of 7 more", errOut.String(), maxSkipNotes)
+	}
+}
