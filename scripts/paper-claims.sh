@@ -20,15 +20,14 @@
 # runs it holds). About 4–5 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/runs_origin.sh
 dir=${1:-$(mktemp -d)}
 mkdir -p "$dir"
 pc="$dir/pipecast"
 go build -o "$pc" ./cmd/pipecast
 
-echo "# coop against GPipe at K = 4, M = 4, batch 8: forecast from K = 1, 2 runs on $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $(date '+%Y-%m-%d')"
-echo
-echo "| model | px | gpipe mode | gpipe step | coop step | coop speed-up | paper | gpipe peak/device | coop peak/device | coop memory | paper |"
-echo "| --- | --: | --- | --: | --: | --: | --: | --: | --: | --: | --: |"
+rows="$dir/rows.md"
+: >"$rows"
 for spec in vgg16bn:224:15.3 resnet50:224:34.5 inceptionv3:299:25.8; do
 	IFS=: read -r model px claim <<<"$spec"
 	runs="$dir/$model"
@@ -54,7 +53,12 @@ for spec in vgg16bn:224:15.3 resnet50:224:34.5 inceptionv3:299:25.8; do
 				printf "| %s | %s | %s | %.0f ms | %.0f ms | %+.1f %% | +%s %% | %.2f GiB | %.2f GiB | %+.0f %% | ≤ −75 %% |\n",
 					model, px, m, gstep[m], cstep, (gstep[m] / cstep - 1) * 100, claim, gpeak[m], cpeak, (cpeak / gpeak[m] - 1) * 100
 			}
-		}' "$runs/k4.csv"
+		}' "$runs/k4.csv" >>"$rows"
 done
+echo "# coop against GPipe at K = 4, M = 4, batch 8: forecast from K = 1, 2 runs measured on $(runs_origin "$dir"/{vgg16bn,resnet50,inceptionv3}/runs.jsonl)"
+echo
+echo "| model | px | gpipe mode | gpipe step | coop step | coop speed-up | paper | gpipe peak/device | coop peak/device | coop memory | paper |"
+echo "| --- | --: | --- | --: | --: | --: | --: | --: | --: | --: | --: |"
+cat "$rows"
 echo
 echo "coop speed-up: how much faster coop's forecast step is than gpipe's in that mode (the paper's \"faster\"); coop memory: coop's largest device's peak against gpipe's (negative: less)."

@@ -19,6 +19,7 @@
 # holds). About 2 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/runs_origin.sh
 dir=${1:-$(mktemp -d)}
 mkdir -p "$dir"
 pc="$dir/pipecast"
@@ -34,7 +35,7 @@ echo "schedules: resnet50 224px: measuring K = 1, 2 (records in $runs)" >&2
 	--schedule "$schedules" --checkpoint except-last --prefetch 1 --virtual-stages 2 \
 	--output csv >"$runs/k4.csv"
 
-echo "# ResNet-50 224×224, batch 8, K = 4: forecast from K = 1, 2 runs on $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $(date '+%Y-%m-%d')"
+echo "# ResNet-50 224×224, batch 8, K = 4: forecast from K = 1, 2 runs measured on $(runs_origin "$runs/runs.jsonl")"
 echo
 echo "| M | schedule | step | vs 1f1b | bubble | peak/device | vs 1f1b | moved/step |"
 echo "| --: | --- | --: | --: | --: | --: | --: | --: |"
