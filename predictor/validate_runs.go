@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -117,6 +118,17 @@ func groupRuns(recs []profiler.Record) [][]profiler.Record {
 		out[i] = append(out[i], r)
 	}
 	return out
+}
+
+// MeasuredStepNanos returns the median step time of runs, over every
+// measured step of every run, as validation compares a forecast with
+// it; 0 for no runs.
+func MeasuredStepNanos(runs []profiler.Record) int64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	med, _, _ := measuredSteps(runs)
+	return int64(math.Round(med))
 }
 
 // measuredSteps returns the median step time of the runs, over every

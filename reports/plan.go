@@ -26,7 +26,11 @@ type PlanEntry struct {
 	StepRelErr float64
 	// Extrapolated marks a forecast at a micro-batch size outside the
 	// range the fitted runs measured.
-	Extrapolated     bool
+	Extrapolated bool
+	// MeasuredNanos is the median step of the MeasuredRuns runs of the
+	// entry's configuration that the data holds (0 and 0: none).
+	MeasuredNanos    int64
+	MeasuredRuns     int
 	BubbleFraction   float64
 	SamplesPerSecond float64
 	// Rank is the entry's place among those within the budget (1: the
@@ -60,10 +64,16 @@ func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 		{Key: "top_category", Header: "top category", Fold: 4},
 	}
 	if opts.Timed {
+		measured := Column{Key: "measured_step_nanos", Header: "measured", Align: AlignRight, Fold: 6}
+		if !planMeasured(entries) {
+			measured.Show = Machines // a column of dashes says nothing on a terminal
+		}
 		cols = append(cols,
 			Column{Key: "step_nanos", Header: "step", Align: AlignRight},
 			Column{Key: "step_rel_err", Header: "± step", Align: AlignRight, Show: Machines},
 			Column{Key: "extrapolated", Header: "extrapolated", Show: Machines},
+			measured,
+			Column{Key: "measured_runs", Header: "runs", Align: AlignRight, Show: Machines},
 			Column{Key: "bubble_fraction", Header: "bubble", Align: AlignRight, Fold: 3},
 			Column{Key: "samples_per_second", Header: "samples/s", Align: AlignRight, Fold: 5})
 	}
@@ -88,7 +98,8 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 		Int(int64(e.PeakDevice)), String(e.TopCategory)}
 	if opts.Timed {
 		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)}, relErrCell(e.StepRelErr),
-			Cell{Value: e.Extrapolated, Text: strconv.FormatBool(e.Extrapolated)},
+			Cell{Value: e.Extrapolated, Text: strconv.FormatBool(e.Extrapolated)}, measuredCell(e),
+			Int(int64(e.MeasuredRuns)),
 			runsPercentCell(e.BubbleFraction), Float(e.SamplesPerSecond, 1))
 	}
 	rank, budget := Int(int64(e.Rank)), Cell{Value: false, Text: "ok"}
@@ -99,6 +110,19 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 		budget = Cell{Value: false, Text: "—"}
 	}
 	return append(row, rank, budget)
+}
+
+// planMeasured says whether the data measured any entry.
+func planMeasured(entries []PlanEntry) bool {
+	return slices.ContainsFunc(entries, func(e PlanEntry) bool { return e.MeasuredRuns > 0 })
+}
+
+// measuredCell shows an entry's measured step, "—" for none.
+func measuredCell(e PlanEntry) Cell {
+	if e.MeasuredRuns == 0 {
+		return Cell{Value: nil, Text: "—"}
+	}
+	return Cell{Value: e.MeasuredNanos, Text: FormatNanos(e.MeasuredNanos)}
 }
 
 // relErrCell shows a relative uncertainty as "±3.9 %", "—" for none.
@@ -133,6 +157,10 @@ func planFootnotes(entries []PlanEntry, opts PlanTableOptions) []string {
 			band+"; rank: by forecast step time.")
 	} else {
 		notes = append(notes, "rank: by peak memory (give --data RUNS.jsonl to forecast and rank by step time).")
+	}
+	if opts.Timed && planMeasured(entries) {
+		notes = append(notes, "measured: the median step of the runs of that configuration the data holds, beside its forecast; "+
+			"the ranking stays by forecast, so that every configuration is weighed alike.")
 	}
 	if opts.BudgetBytes > 0 {
 		notes = append(notes, "budget: "+FormatBytes(opts.BudgetBytes)+" per device; over budget: not ranked.")

@@ -68,6 +68,37 @@ func TestPlanVerdictTies(t *testing.T) {
 	}
 }
 
+// TestPlanTableMeasured checks that the measured column shows on a
+// terminal only when the data measured an entry, and then its step.
+func TestPlanTableMeasured(t *testing.T) {
+	opts := PlanTableOptions{Timed: true}
+	hidden := func(tbl *Table) bool {
+		for _, c := range tbl.Columns {
+			if c.Key == "measured_step_nanos" {
+				return c.Show == Machines
+			}
+		}
+		t.Fatal("no measured column")
+		return false
+	}
+	entries := samplePlan()
+	if !hidden(PlanTable(entries, opts)) {
+		t.Error("the measured column shows though nothing was measured")
+	}
+	entries[1].MeasuredNanos, entries[1].MeasuredRuns = 22_400_000, 3
+	tbl := PlanTable(entries, opts)
+	if hidden(tbl) {
+		t.Error("the measured column is hidden though an entry was measured")
+	}
+	var b bytes.Buffer
+	if err := Render(&b, tbl, FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "22.4 ms") || !strings.Contains(b.String(), "measured: the median step") {
+		t.Errorf("the table lacks the measured step or its footnote:\n%s", b.String())
+	}
+}
+
 func TestPlanTableUntimed(t *testing.T) {
 	entries := samplePlan()
 	for i := range entries {

@@ -65,7 +65,7 @@ memory per device, by category, comes from one step on the meta backend:
 exact, and without training. With --data (the runs.jsonl of measured
 runs of the same model and sizes, as pipecast predict takes) each is
 also forecast as pipecast predict forecasts it: step time, bubble and
-samples/s.
+samples/s; one the data ran shows its measured step beside the forecast.
 
 A configuration whose largest device needs more than --memory bytes (16GiB,
 512MiB, 2e9) is over budget. The others are ranked by forecast step time
@@ -215,34 +215,34 @@ func (o *PlanOptions) base(threads int) config.Config {
 }
 
 // planCosts fits the data's cost models and returns the one of the
-// planned model, with the configuration it is planned on; nil costs
-// without data.
-func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, error) {
+// planned model, with the configuration it is planned on and the data's
+// measured records; nil costs without data.
+func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, []profiler.Record, error) {
 	if len(o.Data) == 0 {
-		return nil, o.base(0), nil
+		return nil, o.base(0), nil, nil
 	}
 	fits, recs, err := fitMeasured(o.IO.ErrOut, o.Data)
 	if err != nil {
-		return nil, config.Config{}, err
+		return nil, config.Config{}, nil, err
 	}
 	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Images: []int{o.Image},
 		Classes: []int{o.Classes}, Widths: []float64{o.Width}, Threads: o.Threads}}
 	keys, err := sel.targets(recs)
 	if err != nil {
-		return nil, config.Config{}, err
+		return nil, config.Config{}, nil, err
 	}
 	if len(keys) > 1 {
-		return nil, config.Config{}, usageErrorf("--data holds runs of %s at several thread counts or backends; pick one with --threads", o.Model)
+		return nil, config.Config{}, nil, usageErrorf("--data holds runs of %s at several thread counts or backends; pick one with --threads", o.Model)
 	}
 	key := keys[0]
 	cfg := o.base(key.Threads)
 	data := predictor.DataSweep(recs, key)
 	cfg.Backend, cfg.Balance, cfg.Transport = key.Backend, data.Balance, key.Transport
-	return fits[key], cfg, nil
+	return fits[key], cfg, recs, nil
 }
 
 func planRun(ctx context.Context, opts *PlanOptions) error {
-	costs, base, err := planCosts(opts)
+	costs, base, recs, err := planCosts(opts)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return &InputError{Err: errors.New("no configuration can train; give other --microbatches, --batch or --devices")}
 	}
 	predictor.RankPlan(rows, opts.MemoryBytes)
-	entries := planEntries(rows, costs)
+	entries := planEntries(rows, costs, recs)
 	topts := reports.PlanTableOptions{Title: planTitle(base, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes}
 	verdict := reports.PlanVerdict(entries, topts)
 	if opts.SVG != "" {
@@ -311,8 +311,9 @@ func planTitle(base config.Config, n int, timed bool) string {
 }
 
 // planEntries are the rows as the plan table shows them, forecast with
-// costs (nil: none).
-func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel) []reports.PlanEntry {
+// costs (nil: none), with the measured step of those the measured
+// records recs ran.
+func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel, recs []profiler.Record) []reports.PlanEntry {
 	out := make([]reports.PlanEntry, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -331,6 +332,13 @@ func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel) []reports
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
 			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.Batch / s.Micro})) > 0
+			var runs []profiler.Record
+			for j := range recs {
+				if sameConfiguration(p, &recs[j]) {
+					runs = append(runs, recs[j])
+				}
+			}
+			e.MeasuredNanos, e.MeasuredRuns = predictor.MeasuredStepNanos(runs), len(runs)
 			e.BubbleFraction, e.SamplesPerSecond = p.Summary.BubbleFraction, p.Summary.SamplesPerSecond
 		}
 		out[i] = e

@@ -83,6 +83,17 @@ func TestPlanWithData(t *testing.T) {
 	if !strings.Contains(lines[0], "step_nanos") || !strings.Contains(errOut, "Fastest: ") {
 		t.Errorf("no forecast column or no fastest named: %s\n%s", lines[0], errOut)
 	}
+	// The data measured gpipe (except-last), coop (d = 1) and 1f1b at
+	// K = 2, five runs each: those rows show their measured step.
+	for _, r := range csvRows(t, out) {
+		measured := r["options"] == "except-last" || r["options"] == "d=1" || r["schedule"] == "1f1b"
+		if got := r["measured_runs"]; got != map[bool]string{true: "5", false: "0"}[measured] {
+			t.Errorf("%s %s M=%s: %s measured runs", r["schedule"], r["options"], r["microbatches"], got)
+		}
+		if (r["measured_step_nanos"] != "") != measured {
+			t.Errorf("%s %s M=%s: measured step %q", r["schedule"], r["options"], r["microbatches"], r["measured_step_nanos"])
+		}
+	}
 	data, err := os.ReadFile(svg)
 	if err != nil {
 		t.Fatal(err)

@@ -120,7 +120,7 @@ func TestPlanConfigsVirtualStages(t *testing.T) {
 	if cfgs, _, err := space.Configs(); err != nil || len(cfgs) != 2 {
 		t.Errorf("interleaved alone: got %d configurations, %v; want 2 (and no other schedule)", len(cfgs), err)
 	}
-	if e := planEntries([]predictor.PlanRow{{Config: cfgs[len(cfgs)-1]}}, nil); e[0].Options != "v=3" {
+	if e := planEntries([]predictor.PlanRow{{Config: cfgs[len(cfgs)-1]}}, nil, nil); e[0].Options != "v=3" {
 		t.Errorf("plan entry options %q, want v=3", e[0].Options)
 	}
 }
