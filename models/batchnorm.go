@@ -81,7 +81,8 @@ func (l *BatchNorm2D) forward(p *Pass, x *tensor.Tensor, relu bool) (*tensor.Ten
 	if p.Train && x.Len() == l.Channels {
 		// torch raises too: the unbiased variance of one value divides
 		// by zero.
-		panic(fmt.Sprintf("models: batchnorm2d forward: expected more than 1 value per channel when training, got input shape %v", x.Shape()))
+		panic(&InputError{Msg: fmt.Sprintf("models: batchnorm2d forward: expected more than 1 value per channel when training, "+
+			"got input shape %v (it needs more samples a call or larger feature maps)", x.Shape())})
 	}
 	y := dev.Alloc(tensor.Activations, x.Shape()...)
 	if !p.Train {

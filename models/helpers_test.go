@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -170,7 +171,7 @@ func mustPanic(t *testing.T, what, want string, fn func()) {
 			t.Errorf("%s: no panic, want one mentioning %q", what, want)
 			return
 		}
-		if msg, _ := r.(string); !strings.Contains(msg, want) {
+		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
 			t.Errorf("%s: panic %v, want one mentioning %q", what, r, want)
 		}
 	}()

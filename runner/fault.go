@@ -49,8 +49,13 @@ func (f *Fault) Error() string {
 
 // fault turns a panic of the worker's current op into a Fault.
 func (w *worker) fault(r any, stack []byte) *Fault {
+	reason := fmt.Sprintf("panic: %v", r)
+	var input *models.InputError
+	if err, ok := r.(error); ok && errors.As(err, &input) {
+		reason = err.Error() // an input the layer cannot take, not a bug
+	}
 	f := &Fault{Step: w.step.step, Device: w.k, Name: w.dev.Name(), Op: w.op, Block: w.block,
-		Reason: fmt.Sprintf("panic: %v", r), Stack: stack}
+		Reason: reason, Stack: stack}
 	if w.block >= 0 && w.block < len(w.t.model.Blocks) {
 		f.BlockName = w.t.model.Blocks[w.block].Name
 	}

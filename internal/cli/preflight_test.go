@@ -62,7 +62,7 @@ func TestProfileRefusesWhatCannotRun(t *testing.T) {
 					t.Errorf("stderr %q lacks %q", errOut, w)
 				}
 			}
-			for _, bad := range []string{"goroutine ", "runtime.", "fatal error", "run 1 of"} {
+			for _, bad := range []string{"panic:", "goroutine ", "runtime.", "fatal error", "run 1 of"} {
 				if strings.Contains(errOut, bad) {
 					t.Errorf("stderr holds %q: %s", bad, errOut)
 				}
