@@ -69,10 +69,13 @@ samples/s; one the data ran shows its measured step beside the forecast.
 
 A configuration whose largest device needs more than --memory bytes (16GiB,
 512MiB, 2e9) is over budget. The others are ranked by forecast step time
-with --data, by peak memory without, and the line after the table names
-the best, and those forecast within the forecast's 1-σ uncertainty of
-it, which the forecast cannot tell apart from it. --svg FILE draws forecast step time against peak memory with
-the budget line (without --data: each configuration's peak as a bar).`,
+with --data, by peak memory without. The line after the table names the
+best, and with it those forecast within the forecast's 1-σ uncertainty
+of it, which the forecast cannot tell apart from it; a note names the
+micro-batch sizes outside those the data measured, whose forecasts are
+extrapolated. --svg FILE draws forecast step time against peak memory
+with the budget line (without --data: each configuration's peak as a
+bar).`,
 		Example: `  pipecast plan --model resnet50 --image 224 --width 1 --batch 32 --devices 4
   pipecast plan --model mlp --batch 16 --devices 2 --memory 2MiB --output markdown
   pipecast plan --model resnet50 --image 32 --width 0.25 --batch 16 --devices 2 --data runs/runs.jsonl --svg plan.svg`,
