@@ -8,7 +8,7 @@ import "fmt"
 // 9×9 maps of Inception-v3 at 96 px, the 4×4 and 8×8 ones of ResNet-50
 // and VGG at 64 px) cost more in loop overhead than in values; addRows
 // and copyRows take a whole band of rows in one call of a vector loop,
-// each row's last vector masked.
+// each row's tail in 8- and 4-value vectors and scalars (rows_amd64.s).
 
 // addRows sets dst[r·ds + q] += src[r·ss + q] for r < rows and q < n.
 func addRows(dst []float32, ds int, src []float32, ss int, rows, n int) {

@@ -28,7 +28,7 @@ func checkRows(t *testing.T, name string, move func(dst []float32, ds int, src [
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range rowsCases() {
 		// The rows end where the slices end, so a tail that read or
-		// wrote past its mask would fault or show.
+		// wrote past its row would fault or show.
 		dst := make([]float32, (c.rows-1)*c.ds+c.n)
 		src := make([]float32, (c.rows-1)*c.ss+c.n)
 		for i := range dst {
