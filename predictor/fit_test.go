@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // fitData is the committed fit dataset: ResNet-50 at width 0.25 on 32×32

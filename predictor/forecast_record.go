@@ -10,7 +10,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/internal/buildinfo"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // record returns the forecast as a predicted run record of one step,

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // interferenceRounds bounds the re-simulations that settle which ops

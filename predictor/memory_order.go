@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/pipecast/pipecast/config"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // Memory in the order of a timeline. What a device holds at its peak

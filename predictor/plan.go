@@ -12,7 +12,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

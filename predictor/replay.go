@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // Replay re-times a measured record's own program with its own op

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // schedulesData holds the schedules added after the validation dataset,

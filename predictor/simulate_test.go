@@ -13,7 +13,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // uniformModel returns a cost model of resnet50 at image 32, width 0.125

@@ -11,7 +11,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // stragglerData holds K = 2 runs of gpipe and coop with and without a

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // summarise fills the rows, the winner checks and the memory row from the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 func TestKendallTau(t *testing.T) {

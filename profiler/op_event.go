@@ -1,6 +1,6 @@
 package profiler
 
-import "github.com/pipecast/pipecast/runner/schedule"
+import "github.com/pipecast/pipecast/schedule"
 
 // OpEvent returns the record's event of op run by device d in a step:
 // block is the block a per-block event times, or WholeOp; times are the

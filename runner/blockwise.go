@@ -2,7 +2,7 @@ package runner
 
 import (
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

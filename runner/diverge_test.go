@@ -8,7 +8,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // TestDivergenceStopsTheRun trains with a learning rate that makes the

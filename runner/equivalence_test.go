@@ -6,7 +6,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // equivalenceTol bounds the relative difference (max|a−b| / max|b| per

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // watchdogGrace is how long past its context's deadline a test may still

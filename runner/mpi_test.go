@@ -18,7 +18,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner/comm"
 	"github.com/pipecast/pipecast/runner/comm/mpi"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // The MPI tests run twice: the test binary, started by go test, launches

@@ -7,7 +7,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // blockConfig is a small mlp of 6 blocks, two per stage at K = 3.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // TestRunCountsAndEvents checks Run's bookkeeping: warm-up and measured

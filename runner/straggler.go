@@ -3,7 +3,7 @@ package runner
 import (
 	"slices"
 
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 	"golang.org/x/sys/unix"
 )

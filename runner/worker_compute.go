@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

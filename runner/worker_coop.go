@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pipecast/pipecast/runner/comm"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // predictData is a committed dataset of a small mlp sweep (pipecast

@@ -15,7 +15,7 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // ProfileOptions is what the profile command needs. Every slice is a

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipecast/pipecast/config"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // parseProfile runs the profile command's flag parsing on args and

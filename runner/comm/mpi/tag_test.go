@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipecast/pipecast/runner/comm"
-	"github.com/pipecast/pipecast/runner/schedule"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // openMPITagUB is Open MPI's MPI_TAG_UB; 32767 is the least the MPI
