@@ -144,8 +144,8 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 	for i := range r.Events {
 		e := &r.Events[i]
 		dur := e.EndNanos - e.StartNanos
-		switch e.Op {
-		case "forward", "backward", "recompute", "predict", "backward-input", "backward-weight":
+		switch {
+		case slices.Contains(blockOps, e.Op):
 			g := opGroup{e.Step, e.Device, e.Stage, e.Micro, e.Shard, e.Op}
 			if e.Block >= 0 {
 				if pendingN == 0 || g != pending {
@@ -159,13 +159,13 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 				d.overhead[e.Op] = append(d.overhead[e.Op], float64(dur-pendingSum))
 			}
 			pendingN = 0
-		case "send":
+		case e.Op == "send":
 			d.overhead["send"] = append(d.overhead["send"], float64(dur))
-		case "recv":
+		case e.Op == "recv":
 			if e.Bytes > 0 && dur > 0 {
 				d.transfer[TransferP2P].add(float64(e.Bytes), float64(dur))
 			}
-		case "allgather", "alltoall":
+		case e.Op == "allgather" || e.Op == "alltoall":
 			j := slices.IndexFunc(colls, func(c collective) bool { return c.step == e.Step && c.op == e.Op })
 			if j < 0 {
 				colls = append(colls, collective{step: e.Step, op: e.Op, lastStart: e.StartNanos})
@@ -173,9 +173,9 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 			}
 			colls[j].lastStart = max(colls[j].lastStart, e.StartNanos)
 			ends = append(ends, collectiveEnd{coll: j, end: e.EndNanos, bytes: e.Bytes})
-		case "loss":
+		case e.Op == "loss":
 			d.loss.add(float64(micro), float64(dur))
-		case "update":
+		case e.Op == "update":
 			if e.Stage < 0 || e.Stage >= len(r.Partition) {
 				return fmt.Errorf("update event of stage %d with %d stages", e.Stage, len(r.Partition))
 			}

@@ -152,4 +152,4 @@ func sortedKeys(set map[int]bool) []int {
 
 // overheadOps are the op kinds OpOverhead measures: the compute ops made
 // of blocks, and send.
-var overheadOps = [...]string{"forward", "backward", "recompute", "predict", "backward-input", "backward-weight", "send"}
+var overheadOps = append(slices.Clone(blockOps), "send")

@@ -13,8 +13,23 @@ import (
 )
 
 // scaledOps are the op kinds whose price the fitted scales correct: the
-// ops priced from the block, loss and update fits.
-var scaledOps = [...]string{"forward", "backward", "recompute", "predict", "backward-input", "backward-weight", "loss", "update"}
+// ops priced from the block, loss and update fits (schedule's Fitted).
+var scaledOps = opNamesWhere(schedule.OpKind.Fitted)
+
+// blockOps are the op kinds that run their stage's blocks in turn.
+var blockOps = opNamesWhere(schedule.OpKind.RunsBlocks)
+
+// opNamesWhere returns the names of the op kinds for which is holds, in
+// the order of the kinds.
+func opNamesWhere(is func(schedule.OpKind) bool) []string {
+	var out []string
+	for _, k := range schedule.OpKinds() {
+		if is(k) {
+			out = append(out, k.String())
+		}
+	}
+	return out
+}
 
 // opScale is one op kind's fitted scale: the median ratio at each
 // micro-batch size the records measured, in increasing order of size,
@@ -215,9 +230,7 @@ func (c *CostModel) pricedBusy(r *profiler.Record) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, ops := range sim.prog.Devices {
 		for _, o := range ops {
-			switch o.Kind {
-			case schedule.Forward, schedule.Backward, schedule.Recompute, schedule.Predict, schedule.Loss, schedule.Update:
-			default:
+			if !o.Kind.Fitted() {
 				continue
 			}
 			p, err := sim.priceOp(o, 0)

@@ -72,7 +72,7 @@ func replayCosts(prog *schedule.Program, devs [][]profiler.Event) ([]map[opKey]f
 			if e := devs[d][i]; e.Op != o.Kind.String() {
 				return nil, fmt.Errorf("device %d: event %d is %s, the program's op %v", d, i, e.Op, o)
 			}
-			if o.Kind == schedule.AllGather || o.Kind == schedule.AllToAll {
+			if o.Kind.Collective() {
 				if n == len(lastArrival) {
 					lastArrival = append(lastArrival, 0)
 				}
@@ -88,7 +88,7 @@ func replayCosts(prog *schedule.Program, devs [][]profiler.Event) ([]map[opKey]f
 		for i, o := range ops {
 			e := devs[d][i]
 			start := e.StartNanos
-			if o.Kind == schedule.AllGather || o.Kind == schedule.AllToAll {
+			if o.Kind.Collective() {
 				start = lastArrival[n]
 				n++
 			}

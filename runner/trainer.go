@@ -110,11 +110,8 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 	n := 0
 	for _, op := range t.program.Devices[d] {
 		n++
-		switch op.Kind {
-		case schedule.Forward, schedule.Recompute, schedule.Backward, schedule.BackwardInput, schedule.BackwardWeight, schedule.Predict:
-			if blocks {
-				n += t.bounds[op.Stage+1] - t.bounds[op.Stage]
-			}
+		if blocks && op.Kind.RunsBlocks() {
+			n += t.bounds[op.Stage+1] - t.bounds[op.Stage]
 		}
 	}
 	return n

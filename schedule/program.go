@@ -56,34 +56,83 @@ const (
 	numOpKinds
 )
 
-var opKindNames = [numOpKinds]string{
-	"forward", "recompute", "backward", "loss", "predict", "send", "recv", "allgather", "alltoall", "update",
-	"backward-input", "backward-weight",
+// opKinds is the one table of what each kind of op is: every question
+// about a kind (its name in records and reports, whether it computes,
+// runs its stage's blocks, is priced by the predictor's fits, or moves
+// data) is answered here and nowhere else, so that a new kind is one row.
+var opKinds = [numOpKinds]struct {
+	name string
+	// computes: the op runs on the device's compute, not its links.
+	computes bool
+	// blocks: the op runs its stage's blocks one after another, so
+	// per-block timing records one event per block.
+	blocks bool
+	// fitted: the predictor prices the op from its fits of block, loss
+	// and update times and corrects the price by a fitted scale.
+	fitted bool
+	// collective: every device of the program takes part.
+	collective bool
+}{
+	Forward:        {name: "forward", computes: true, blocks: true, fitted: true},
+	Recompute:      {name: "recompute", computes: true, blocks: true, fitted: true},
+	Backward:       {name: "backward", computes: true, blocks: true, fitted: true},
+	Loss:           {name: "loss", computes: true, fitted: true},
+	Predict:        {name: "predict", computes: true, blocks: true, fitted: true},
+	Send:           {name: "send"},
+	Recv:           {name: "recv"},
+	AllGather:      {name: "allgather", collective: true},
+	AllToAll:       {name: "alltoall", collective: true},
+	Update:         {name: "update", computes: true, fitted: true},
+	BackwardInput:  {name: "backward-input", computes: true, blocks: true, fitted: true},
+	BackwardWeight: {name: "backward-weight", computes: true, blocks: true, fitted: true},
 }
+
+// OpKinds returns every op kind, in the order of their values.
+func OpKinds() []OpKind {
+	out := make([]OpKind, numOpKinds)
+	for i := range out {
+		out[i] = OpKind(i)
+	}
+	return out
+}
+
+func (k OpKind) valid() bool { return k >= 0 && k < numOpKinds }
 
 // String returns the op kind's name as records and reports use it.
 func (k OpKind) String() string {
-	if k < 0 || k >= numOpKinds {
+	if !k.valid() {
 		return fmt.Sprintf("op(%d)", int(k))
 	}
-	return opKindNames[k]
+	return opKinds[k].name
 }
 
 // Computes reports whether ops of kind k compute on the device (forward,
 // recompute, the backwards, predict, loss, update) rather than move data.
-func (k OpKind) Computes() bool {
-	switch k {
-	case Forward, Recompute, Backward, BackwardInput, BackwardWeight, Predict, Loss, Update:
-		return true
-	}
-	return false
-}
+func (k OpKind) Computes() bool { return k.valid() && opKinds[k].computes }
+
+// MovesData reports whether ops of kind k move tensors between devices
+// (send, recv and the collectives) rather than compute.
+func (k OpKind) MovesData() bool { return k.valid() && !opKinds[k].computes }
+
+// RunsBlocks reports whether ops of kind k run their stage's blocks in
+// turn (forward, recompute, the backwards, predict), so that per-block
+// timing records an event for each block.
+func (k OpKind) RunsBlocks() bool { return k.valid() && opKinds[k].blocks }
+
+// Fitted reports whether the predictor prices ops of kind k from its
+// fitted block, loss and update times, corrected by a scale it fits per
+// kind from the records' measured busy time.
+func (k OpKind) Fitted() bool { return k.valid() && opKinds[k].fitted }
+
+// Collective reports whether every device of a program takes part in
+// ops of kind k, in the same order on each.
+func (k OpKind) Collective() bool { return k.valid() && opKinds[k].collective }
 
 // ParseOpKind returns the op kind with the given name.
 func ParseOpKind(s string) (OpKind, error) {
-	for i, n := range opKindNames {
-		if n == s {
-			return OpKind(i), nil
+	for _, k := range OpKinds() {
+		if k.String() == s {
+			return k, nil
 		}
 	}
 	return 0, fmt.Errorf("unknown op %q", s)
