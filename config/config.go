@@ -67,12 +67,11 @@ func DefaultThreads(maxDevices int) int {
 	return max(1, runtime.NumCPU()/max(1, maxDevices))
 }
 
-// DefaultVirtual is interleaved's default number of model chunks per
-// device, Megatron-LM's usual two: with one, interleaved is 1f1b.
-const DefaultVirtual = 2
-
 // WithDefaults returns c with its zero fields filled as the runner fills
-// them.
+// them, the schedule's by schedule.Options.WithDefaults. A configuration
+// is normalised once where it enters: Sweep.Expand, FromRecord and the
+// library's entry points (runner.Run, the predictor's forecasts) return
+// or take it so, and what they call relies on it.
 func (c Config) WithDefaults() Config {
 	if c.Balance == "" {
 		c.Balance = BalanceMACs
@@ -80,6 +79,7 @@ func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
 		c.Backend = tensor.CPUBackend
 	}
+	c.Schedule = c.Schedule.WithDefaults()
 	if c.Threads == 0 {
 		c.Threads = DefaultThreads(c.Schedule.Devices)
 	}
@@ -89,36 +89,23 @@ func (c Config) WithDefaults() Config {
 	if c.Dataset == "" {
 		c.Dataset = "synthetic"
 	}
-	if c.Schedule.Name == "" {
-		c.Schedule.Name = schedule.GPipe
-	}
-	if c.Schedule.Devices == 0 {
-		c.Schedule.Devices = 1
-	}
-	if c.Schedule.Micro == 0 {
-		c.Schedule.Micro = 1
-	}
-	if c.Schedule.Name == schedule.Coop && c.Schedule.Prefetch == 0 {
-		c.Schedule.Prefetch = 1
-	}
-	if c.Schedule.Name == schedule.Interleaved && c.Schedule.Virtual == 0 {
-		c.Schedule.Virtual = DefaultVirtual
-	}
 	if c.SGD == (tensor.SGDParams{}) {
 		c.SGD = DefaultSGD()
 	}
 	return c
 }
 
-// Stages returns the number of stages the model is cut into: K·v for
-// interleaved (v chunks on each of K devices), K otherwise.
-func (c Config) Stages() int {
-	c = c.WithDefaults()
-	if c.Schedule.Name == schedule.Interleaved {
-		return c.Schedule.Devices * c.Schedule.Virtual
-	}
-	return c.Schedule.Devices
-}
+// Stages returns the number of stages the model is cut into (see
+// schedule.Options.Stages).
+func (c Config) Stages() int { return c.Schedule.WithDefaults().Stages() }
+
+// MicroBatchSize returns m = B/M, the samples of one micro-batch (coop:
+// of one slice).
+func (c Config) MicroBatchSize() int { return c.Batch / max(c.Schedule.Micro, 1) }
+
+// ShardSize returns B/K, the samples of one shard of the mini-batch:
+// what each device predicts in coop's prediction step.
+func (c Config) ShardSize() int { return c.Batch / max(c.Schedule.Devices, 1) }
 
 // Oversubscribed reports whether K devices of T threads ask for more
 // threads than the machine has cores.
@@ -132,15 +119,7 @@ func (c Config) Oversubscribed() bool {
 // its look-ahead "(d=1)", interleaved its chunks per device "(v=2)".
 func (c Config) String() string {
 	s := c.Schedule
-	name := s.Name
-	switch s.Name {
-	case schedule.GPipe:
-		name += " (" + s.Checkpoint.String() + ")"
-	case schedule.Coop:
-		name += fmt.Sprintf(" (d=%d)", s.Prefetch)
-	case schedule.Interleaved:
-		name += fmt.Sprintf(" (v=%d)", s.Virtual)
-	}
+	name := s.Label()
 	size := ""
 	if c.ModelConfig.Image > 0 {
 		size += fmt.Sprintf(" %dpx", c.ModelConfig.Image)

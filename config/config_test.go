@@ -196,8 +196,8 @@ func TestSweep(t *testing.T) {
 func TestInterleavedDefaults(t *testing.T) {
 	c := mlp()
 	c.Schedule.Name = schedule.Interleaved
-	if got := c.WithDefaults().Schedule.Virtual; got != DefaultVirtual {
-		t.Errorf("interleaved: Virtual defaults to %d, want %d", got, DefaultVirtual)
+	if got := c.WithDefaults().Schedule.Virtual; got != schedule.DefaultVirtual {
+		t.Errorf("interleaved: Virtual defaults to %d, want %d", got, schedule.DefaultVirtual)
 	}
 	if got := mlp().WithDefaults().Schedule.Virtual; got != 0 {
 		t.Errorf("gpipe: Virtual defaults to %d, want 0", got)
@@ -238,8 +238,8 @@ func TestSweepVirtualStages(t *testing.T) {
 	}
 	none := s
 	none.VirtualStages = nil
-	if cfgs, _, err := none.Expand(); err != nil || len(cfgs) != 2 || cfgs[1].Schedule.Virtual != DefaultVirtual {
-		t.Errorf("no virtual stages listed: got %v, %v; want interleaved at v=%d", cfgs, err, DefaultVirtual)
+	if cfgs, _, err := none.Expand(); err != nil || len(cfgs) != 2 || cfgs[1].Schedule.Virtual != schedule.DefaultVirtual {
+		t.Errorf("no virtual stages listed: got %v, %v; want interleaved at v=%d", cfgs, err, schedule.DefaultVirtual)
 	}
 	var fe *FieldError
 	bad := s

@@ -6,7 +6,6 @@ import (
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 
@@ -16,21 +15,13 @@ import (
 func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.RunConfig {
 	rc := profiler.RunConfig{
 		Model: c.Model, Image: sized.Image, Classes: sized.Classes, Width: sized.Width, Batch: c.Batch,
-		Devices: c.Schedule.Devices, Micro: c.Schedule.Micro, Schedule: c.Schedule.Name,
-		Balance: string(c.Balance), Threads: c.Threads,
+		RecordOptions: c.Schedule.Record(),
+		Balance:       string(c.Balance), Threads: c.Threads,
 		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
 		LR: decimal(c.SGD.LR), Momentum: decimal(c.SGD.Momentum), WeightDecay: decimal(c.SGD.WeightDecay),
 	}
 	if c.Straggler.Active() {
 		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
-	}
-	switch c.Schedule.Name {
-	case schedule.GPipe:
-		rc.Checkpoint = c.Schedule.Checkpoint.String()
-	case schedule.Coop:
-		rc.Prefetch = c.Schedule.Prefetch
-	case schedule.Interleaved:
-		rc.Virtual = c.Schedule.Virtual
 	}
 	return rc
 }
@@ -53,11 +44,15 @@ func decimal(x float32) float64 {
 // sizes: its configuration has the default sizes.
 func FromRecord(r *profiler.Record) (Config, error) {
 	c := r.Config
+	opts, err := c.RecordOptions.Options()
+	if err != nil {
+		return Config{}, fmt.Errorf("record %s: %w", r.ID, err)
+	}
 	cfg := Config{
 		Model:       c.Model,
 		ModelConfig: models.Config{Image: c.Image, Classes: c.Classes, Width: c.Width},
 		Batch:       c.Batch,
-		Schedule:    schedule.Options{Name: c.Schedule, Devices: c.Devices, Micro: c.Micro, Prefetch: c.Prefetch, Virtual: c.Virtual},
+		Schedule:    opts,
 		Balance:     Balance(c.Balance),
 		Backend:     r.Env.Backend,
 		Transport:   profiler.TransportOf(&r.Env),
@@ -69,20 +64,13 @@ func FromRecord(r *profiler.Record) (Config, error) {
 	if c.StragglerFactor > 1 {
 		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}
-	if c.Checkpoint != "" {
-		ck, err := schedule.ParseCheckpoint(c.Checkpoint)
-		if err != nil {
-			return Config{}, fmt.Errorf("record %s: %w", r.ID, err)
-		}
-		cfg.Schedule.Checkpoint = ck
-	}
 	if len(r.Partition) > 0 {
 		cfg.Bounds = []int{r.Partition[0].FirstBlock}
 		for _, s := range r.Partition {
 			cfg.Bounds = append(cfg.Bounds, s.EndBlock)
 		}
 	}
-	return cfg, nil
+	return cfg.WithDefaults(), nil
 }
 
 // BlockCosts returns the run record's form of m's blocks: names and

@@ -31,7 +31,7 @@ type Sweep struct {
 	Prefetch    []int    // coop only
 	// VirtualStages are interleaved's model chunks per device v (the
 	// model is cut into K·v stages); the other schedules ignore them.
-	// Empty means DefaultVirtual.
+	// Empty means schedule.DefaultVirtual.
 	VirtualStages []int
 
 	Balance   Balance
@@ -165,7 +165,7 @@ func (s Sweep) checkCounts() error {
 // anything runs; so does a sweep of which nothing is left
 // (ErrNothingRuns). Expand builds nothing but the models' symbolic
 // descriptions. Threads, when zero, become DefaultThreads of the
-// largest K left.
+// largest K left; every configuration comes normalised (WithDefaults).
 func (s Sweep) Expand() ([]Config, []string, error) {
 	var cfgs []Config
 	var notes []string
@@ -216,12 +216,14 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 	}
 	for i := range cfgs {
 		cfgs[i].Threads = threads
+		cfgs[i] = cfgs[i].WithDefaults()
 	}
 	return cfgs, notes, nil
 }
 
 // combinations are the pipeline configurations of one sized model.
 func (s Sweep) combinations(model string, mc models.Config) []Config {
+	variants := s.Variants()
 	var out []Config
 	for _, b := range s.Batches {
 		for _, k := range s.Devices {
@@ -231,32 +233,12 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 					if s.LR != 0 {
 						sgd.LR = float32(s.LR)
 					}
-					base := Config{SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
-						Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
-						Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads,
-						Schedule: schedule.Options{Name: name, Devices: k, Micro: m},
-					}
-					switch name {
-					case schedule.GPipe:
-						for _, c := range s.Checkpoints {
-							cfg := base
-							cfg.Schedule.Checkpoint, _ = schedule.ParseCheckpoint(c) // Check checked it
-							out = append(out, cfg)
-						}
-					case schedule.Coop:
-						for _, d := range s.Prefetch {
-							cfg := base
-							cfg.Schedule.Prefetch = d
-							out = append(out, cfg)
-						}
-					case schedule.Interleaved:
-						for _, v := range s.virtualStages() {
-							cfg := base
-							cfg.Schedule.Virtual = v
-							out = append(out, cfg)
-						}
-					default:
-						out = append(out, base)
+					for _, opts := range variants.Of(name) {
+						opts.Devices, opts.Micro = k, m
+						out = append(out, Config{SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
+							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
+							Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
+						})
 					}
 				}
 			}
@@ -265,13 +247,16 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 	return out
 }
 
-// virtualStages returns the sweep's virtual stages, [DefaultVirtual]
-// when it lists none.
-func (s Sweep) virtualStages() []int {
-	if len(s.VirtualStages) == 0 {
-		return []int{DefaultVirtual}
+// Variants returns the sweep's lists of schedule options (Check checks
+// the checkpoint modes parse; one that does not is left out).
+func (s Sweep) Variants() schedule.Variants {
+	v := schedule.Variants{Prefetch: s.Prefetch, Virtual: s.VirtualStages}
+	for _, c := range s.Checkpoints {
+		if ck, err := schedule.ParseCheckpoint(c); err == nil {
+			v.Checkpoints = append(v.Checkpoints, ck)
+		}
 	}
-	return s.VirtualStages
+	return v
 }
 
 // backendBuilds says how to build the backends that a default build

@@ -99,14 +99,12 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case s.Name == schedule.Single && s.Devices > 1:
-		return invalid(RuleSingle, "schedule", s.Name, "single at K=%d: it runs on one device", s.Devices)
 	case c.Batch%s.Micro != 0:
 		return invalid(RuleMicro, "microbatches", s.Micro,
 			"batch %d with M=%d: the batch does not split into %d equal micro-batches", c.Batch, s.Micro, s.Micro)
-	case s.Name == schedule.Coop && c.Batch%s.Devices != 0:
+	case s.ShardsBatch() && c.Batch%s.Devices != 0:
 		return invalid(RuleShards, "batch", c.Batch,
-			"coop with batch %d at K=%d: the batch does not split into %d equal shards", c.Batch, s.Devices, s.Devices)
+			"%s with batch %d at K=%d: the batch does not split into %d equal shards", s.Name, c.Batch, s.Devices, s.Devices)
 	}
 	if _, err := ParseBalance(string(c.Balance)); err != nil {
 		return &InvalidError{Rule: RuleBalance, Field: "balance", Value: string(c.Balance), Reason: err.Error(), Err: err}
@@ -139,21 +137,19 @@ func checkStages(c Config, n int) error {
 	return nil
 }
 
-// checkSchedule checks the schedule's name and its options.
+// checkSchedule checks the schedule's name and its options
+// (schedule.Options.Check): a schedule that cannot run on K devices
+// breaks RuleSingle, which a sweep skips, any other option RuleSchedule.
 func checkSchedule(s schedule.Options) error {
-	known := false
-	for _, n := range schedule.Names() {
-		known = known || n == s.Name
+	var oe *schedule.OptionError
+	if err := s.Check(); !errors.As(err, &oe) {
+		return err
 	}
-	switch {
-	case !known:
-		return invalid(RuleSchedule, "schedule", s.Name, "schedule %q: unknown", s.Name)
-	case s.Name == schedule.Coop && s.Prefetch < 1:
-		return invalid(RuleSchedule, "prefetch", s.Prefetch, "prefetch %d: need at least 1", s.Prefetch)
-	case s.Name == schedule.Interleaved && s.Virtual < 1:
-		return invalid(RuleSchedule, "virtual-stages", s.Virtual, "virtual-stages %d: need at least 1 model chunk per device", s.Virtual)
+	rule := RuleSchedule
+	if oe.TooManyDevices {
+		rule = RuleSingle
 	}
-	return nil
+	return &InvalidError{Rule: rule, Field: oe.Field, Value: fmt.Sprint(oe.Value), Reason: oe.Reason, Err: oe}
 }
 
 // describedLimit bounds the descriptions describe keeps: a sweep sizes a

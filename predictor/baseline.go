@@ -94,8 +94,7 @@ func baselineRow(c baselineConfig) []float64 {
 func recordBaselineConfig(r *profiler.Record) baselineConfig {
 	c := baselineConfig{
 		k: r.Config.Devices, micro: r.Config.Micro, batch: r.Config.Batch, sched: r.Config.Schedule,
-		checkpointed: r.Config.Schedule == schedule.GPipe && r.Config.Checkpoint != "" &&
-			r.Config.Checkpoint != schedule.Never.String(),
+		checkpointed: r.Config.Checkpoint != "" && recomputes(r.Config.RecordOptions),
 	}
 	for _, s := range r.Partition {
 		c.stageMaxParams = math.Max(c.stageMaxParams, float64(s.Params))
@@ -261,7 +260,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 	}
 	c := baselineConfig{
 		k: s.Devices, micro: s.Micro, batch: cfg.Batch, sched: s.Name,
-		checkpointed: s.Name == schedule.GPipe && s.Checkpoint != schedule.Never,
+		checkpointed: s.Recomputes(),
 	}
 	for st := 0; st+1 < len(bounds); st++ {
 		var p float64
@@ -300,4 +299,11 @@ func (b *Baseline) describe(name string, mc models.Config) (*blockCosts, error) 
 	}
 	b.costs[id] = c
 	return c, nil
+}
+
+// recomputes reports whether the recorded schedule recomputes
+// checkpointed forwards (schedule.Options.Recomputes).
+func recomputes(r schedule.RecordOptions) bool {
+	o, err := r.Options()
+	return err == nil && o.Recomputes()
 }

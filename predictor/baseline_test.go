@@ -41,8 +41,14 @@ func baselineRecord(t *testing.T, desc *models.Model, k, m, b int, sched string)
 	r := profiler.Record{
 		ID: "r", Kind: profiler.KindMeasured, Env: profiler.Environment{Backend: "cpu"},
 		Config: profiler.RunConfig{
-			Model: "mlp", Image: desc.Config.Image, Classes: desc.Config.Classes, Width: desc.Config.Width,
-			Batch: b, Devices: k, Micro: m, Schedule: sched, Balance: "macs", Threads: 1,
+			Model:         "mlp",
+			Image:         desc.Config.Image,
+			Classes:       desc.Config.Classes,
+			Width:         desc.Config.Width,
+			Batch:         b,
+			Balance:       "macs",
+			Threads:       1,
+			RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: sched},
 		},
 	}
 	var stageMax float64
@@ -123,7 +129,7 @@ func TestBaselineErrors(t *testing.T) {
 	if _, err := FitBaseline(nil); !errors.Is(err, ErrNoMeasured) {
 		t.Errorf("FitBaseline(nil) = %v, want ErrNoMeasured", err)
 	}
-	pred := profiler.Record{Kind: profiler.KindPredicted, Config: profiler.RunConfig{Batch: 1, Micro: 1, Devices: 1}}
+	pred := profiler.Record{Kind: profiler.KindPredicted, Config: profiler.RunConfig{Batch: 1, RecordOptions: schedule.RecordOptions{Micro: 1, Devices: 1}}}
 	if _, err := FitBaseline([]profiler.Record{pred}); !errors.Is(err, ErrNoMeasured) {
 		t.Errorf("FitBaseline(predicted only) = %v, want ErrNoMeasured", err)
 	}

@@ -19,6 +19,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		Threads: key.Threads, Backend: key.Backend, Transport: key.Transport, Balance: config.BalanceTime,
 	}
 	var balances []string
+	var variants schedule.Variants
 	for i := range recs {
 		r := &recs[i]
 		if KeyOf(r) != key {
@@ -32,13 +33,8 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		s.Devices = appendNew(s.Devices, c.Devices)
 		s.Micro = appendNew(s.Micro, c.Micro)
 		s.Schedules = appendNew(s.Schedules, c.Schedule)
-		switch c.Schedule {
-		case schedule.GPipe:
-			s.Checkpoints = appendNew(s.Checkpoints, c.Checkpoint)
-		case schedule.Coop:
-			s.Prefetch = appendNew(s.Prefetch, c.Prefetch)
-		case schedule.Interleaved:
-			s.VirtualStages = appendNew(s.VirtualStages, c.Virtual)
+		if o, err := c.RecordOptions.Options(); err == nil {
+			variants.Add(o)
 		}
 		balances = appendNew(balances, c.Balance)
 	}
@@ -47,12 +43,18 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	slices.Sort(s.Micro)
 	order := schedule.Names()
 	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
-	slices.Sort(s.Prefetch)
+	// The lists of the options no run used hold their defaults, which
+	// Sweep.Check asks of gpipe's and coop's.
+	for _, ck := range variants.Checkpoints {
+		s.Checkpoints = append(s.Checkpoints, ck.String())
+	}
 	if len(s.Checkpoints) == 0 {
 		s.Checkpoints = []string{schedule.ExceptLast.String()}
 	}
+	s.Prefetch, s.VirtualStages = variants.Prefetch, variants.Virtual
+	slices.Sort(s.Prefetch)
 	if len(s.Prefetch) == 0 {
-		s.Prefetch = []int{1}
+		s.Prefetch = []int{schedule.DefaultPrefetch}
 	}
 	slices.Sort(s.VirtualStages)
 	if len(balances) == 1 {

@@ -84,8 +84,16 @@ func synthRecord(costs synthCosts, threads, k, m int, recompute, coop bool) prof
 		Schema: profiler.SchemaVersion, Kind: profiler.KindMeasured,
 		ID: fmt.Sprintf("synth-t%d-k%d-m%d-%v-%v", threads, k, m, recompute, coop), CreatedUTC: "2026-01-01T00:00:00Z",
 		Env: profiler.Environment{Backend: "cpu", Calibration: &profiler.Calibration{}},
-		Config: profiler.RunConfig{Model: "synth", Image: 8, Classes: 10, Width: 1, Batch: batch, Devices: k, Micro: m,
-			Schedule: "gpipe", Threads: threads, Steps: 3},
+		Config: profiler.RunConfig{
+			Model:         "synth",
+			Image:         8,
+			Classes:       10,
+			Width:         1,
+			Batch:         batch,
+			Threads:       threads,
+			Steps:         3,
+			RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: "gpipe"},
+		},
 		Steps: []profiler.Step{{Step: 1, WallNanos: 100}, {Step: 2, WallNanos: 110}, {Step: 3, WallNanos: 90}},
 	}
 	if coop {

@@ -65,7 +65,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 	skips := map[config.Rule]*PlanSkip{}
 	var order []config.Rule
 	for _, name := range names {
-		if name == schedule.Single && k > 1 {
+		if max := (schedule.Options{Name: name}).MaxDevices(); max > 0 && k > max {
 			continue
 		}
 		for _, opts := range s.planOptions(name) {
@@ -75,7 +75,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 				cfg.Schedule.Devices, cfg.Schedule.Micro = k, m
 				var inv *config.InvalidError
 				switch err := cfg.Validate(); {
-				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && name == schedule.Interleaved):
+				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && inv.Field == "virtual-stages"):
 					if skips[inv.Rule] == nil {
 						skips[inv.Rule] = &PlanSkip{Reason: planSkipReason(inv.Rule, cfg)}
 						order = append(order, inv.Rule)
@@ -98,31 +98,11 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 
 // planOptions are the option sets of a schedule that a plan tries.
 func (s PlanSpace) planOptions(name string) []schedule.Options {
-	switch name {
-	case schedule.GPipe:
-		var out []schedule.Options
-		for _, c := range PlanCheckpoints {
-			out = append(out, schedule.Options{Name: name, Checkpoint: c})
-		}
-		return out
-	case schedule.Coop:
-		var out []schedule.Options
-		for _, d := range PlanPrefetch {
-			out = append(out, schedule.Options{Name: name, Prefetch: d})
-		}
-		return out
-	case schedule.Interleaved:
-		var out []schedule.Options
-		virtual := s.Virtual
-		if virtual == nil {
-			virtual = PlanVirtual
-		}
-		for _, v := range virtual {
-			out = append(out, schedule.Options{Name: name, Virtual: v})
-		}
-		return out
+	virtual := s.Virtual
+	if virtual == nil {
+		virtual = PlanVirtual
 	}
-	return []schedule.Options{{Name: name}}
+	return schedule.Variants{Checkpoints: PlanCheckpoints, Prefetch: PlanPrefetch, Virtual: virtual}.Of(name)
 }
 
 // planSkipReason says why configurations breaking rule r are left out.

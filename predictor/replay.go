@@ -16,11 +16,9 @@ import (
 // measured median step time isolates what the simulator's logic adds or
 // misses from what the fitted costs do.
 func Replay(rec profiler.Record) (makespanNanos float64, err error) {
-	o := schedule.Options{Name: rec.Config.Schedule, Devices: rec.Config.Devices, Micro: rec.Config.Micro, Prefetch: rec.Config.Prefetch, Virtual: rec.Config.Virtual}
-	if rec.Config.Checkpoint != "" {
-		if o.Checkpoint, err = schedule.ParseCheckpoint(rec.Config.Checkpoint); err != nil {
-			return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
-		}
+	o, err := rec.Config.RecordOptions.Options()
+	if err != nil {
+		return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
 	}
 	prog, err := schedule.Build(o)
 	if err != nil {

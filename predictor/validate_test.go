@@ -64,7 +64,7 @@ func TestKendallTau(t *testing.T) {
 func TestFoldsBy(t *testing.T) {
 	var recs []profiler.Record
 	for i, k := range []int{2, 1, 2, 4} {
-		recs = append(recs, profiler.Record{ID: string(rune('a' + i)), Config: profiler.RunConfig{Devices: k}})
+		recs = append(recs, profiler.Record{ID: string(rune('a' + i)), Config: profiler.RunConfig{RecordOptions: schedule.RecordOptions{Devices: k}}})
 	}
 	folds := foldsBy(recs, func(_ int, r *profiler.Record) (int, string) {
 		return r.Config.Devices, string(rune('0' + r.Config.Devices))
@@ -97,7 +97,7 @@ func TestValidateErrors(t *testing.T) {
 	if _, err := Validate(context.Background(), nil, HoldoutDevices, 1); !errors.Is(err, ErrNoMeasured) {
 		t.Errorf("Validate(nil) = %v, want ErrNoMeasured", err)
 	}
-	recs := []profiler.Record{{Kind: profiler.KindMeasured, Config: profiler.RunConfig{Batch: 1, Micro: 1, Devices: 1}}}
+	recs := []profiler.Record{{Kind: profiler.KindMeasured, Config: profiler.RunConfig{Batch: 1, RecordOptions: schedule.RecordOptions{Micro: 1, Devices: 1}}}}
 	if _, err := Validate(context.Background(), recs, "stages", 1); err == nil {
 		t.Error("Validate with an unknown holdout: no error")
 	}
@@ -107,7 +107,7 @@ func TestSummariseRowsAndWinners(t *testing.T) {
 	k := Key{Model: "m"}
 	pair := func(s string, micro int, meas, pred, base float64, peaks ...int64) Pair {
 		return Pair{
-			Key: k, Config: profiler.RunConfig{Schedule: s, Devices: 2, Micro: micro, Batch: 8},
+			Key: k, Config: profiler.RunConfig{Batch: 8, RecordOptions: schedule.RecordOptions{Schedule: s, Devices: 2, Micro: micro}},
 			Measured: meas, Predicted: pred, Baseline: base, Noise: meas / 1000,
 			MeasuredPeakBytes: peaks, PredictedPeakBytes: []int64{peaks[0], peaks[1] * 11 / 10},
 		}
@@ -235,7 +235,7 @@ func TestValidateRepeatedRuns(t *testing.T) {
 func TestWinnerTie(t *testing.T) {
 	k := Key{Model: "m"}
 	cfg := func(s string) profiler.RunConfig {
-		return profiler.RunConfig{Schedule: s, Devices: 1, Micro: 1, Batch: 8}
+		return profiler.RunConfig{Batch: 8, RecordOptions: schedule.RecordOptions{Schedule: s, Devices: 1, Micro: 1}}
 	}
 	ws := winners([]Pair{
 		{Key: k, Config: cfg(schedule.GPipe), Measured: 100, Predicted: 97},

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 )
@@ -30,7 +31,7 @@ func interleavedTestRun() Run {
 	}
 	return Run{
 		Kind:   KindMeasured,
-		Config: RunConfig{Model: "m", Batch: 4, Devices: 2, Micro: 2, Schedule: "interleaved", Virtual: 2, Steps: 1},
+		Config: RunConfig{Model: "m", Batch: 4, Steps: 1, RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 2, Schedule: "interleaved", Virtual: 2}},
 		Blocks: []BlockCost{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}},
 		Bounds: []int{0, 1, 2, 3, 4},
 		Owners: []int{0, 1, 0, 1},

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 )
@@ -26,7 +27,7 @@ func buildTestRun(kind string) Run {
 	return Run{
 		Kind:   kind,
 		Env:    Environment{Devices: []DeviceInfo{{Name: "cpu:0", Threads: 1}, {Name: "cpu:1", Threads: 1}}},
-		Config: RunConfig{Model: "m", Batch: 8, Devices: 2, Micro: 2, Steps: 2, Warmup: 1},
+		Config: RunConfig{Model: "m", Batch: 8, Steps: 2, Warmup: 1, RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 2}},
 		Blocks: []BlockCost{{Name: "a", Params: 1, MACs: 10, SavedBytes: 4, OutputBytes: 2},
 			{Name: "b", Params: 2, MACs: 20, SavedBytes: 8, OutputBytes: 3}, {Name: "c", Params: 3, MACs: 30, SavedBytes: 16, OutputBytes: 5}},
 		Bounds:        []int{0, 2, 3},

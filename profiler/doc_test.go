@@ -40,19 +40,31 @@ func docSections(t *testing.T, doc string) map[string][]string {
 }
 
 // schemaFields returns, for Record and every struct type reachable from
-// it, the JSON names of its fields, in declaration order.
+// it, the JSON names of its fields, in declaration order; the fields of
+// an embedded struct without a JSON name count as the embedding type's,
+// as encoding/json promotes them.
 func schemaFields(typ reflect.Type, into map[string][]string) {
 	if _, seen := into[typ.Name()]; seen {
 		return
 	}
 	into[typ.Name()] = []string{}
+	schemaFieldsInto(typ, typ.Name(), into)
+}
+
+// schemaFieldsInto appends typ's fields to into[name].
+func schemaFieldsInto(typ reflect.Type, name string, into map[string][]string) {
+	owner := name
 	for i := range typ.NumField() {
 		f := typ.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			schemaFieldsInto(f.Type, owner, into)
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" || name == "-" {
 			continue
 		}
-		into[typ.Name()] = append(into[typ.Name()], name)
+		into[owner] = append(into[owner], name)
 		elem := f.Type
 		for elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Slice || elem.Kind() == reflect.Map {
 			elem = elem.Elem()

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"encoding/json"
+	"github.com/pipecast/pipecast/schedule"
 	"reflect"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestBuildMemoryTrack(t *testing.T) {
 	peaks := map[string]int64{"weights": 1000, "activations": 100, "boundary": 64}
 	run := Run{
 		Kind:   KindMeasured,
-		Config: RunConfig{Devices: 2},
+		Config: RunConfig{RecordOptions: schedule.RecordOptions{Devices: 2}},
 		Steps: []RunStep{
 			{Step: 4, WallNanos: 100, Devices: []DeviceStep{other, other}},
 			{Step: 5, WallNanos: 100, Devices: []DeviceStep{

@@ -1,5 +1,7 @@
 package profiler
 
+import "github.com/pipecast/pipecast/schedule"
+
 // SchemaVersion is the version of the run-record schema this package
 // writes; readers accept records of this version only. docs/run-record.md
 // documents every field and its unit.
@@ -182,17 +184,14 @@ type TransferSample struct {
 
 // RunConfig is what was run.
 type RunConfig struct {
-	Model       string  `json:"model"`
-	Image       int     `json:"image"`
-	Classes     int     `json:"classes"`
-	Width       float64 `json:"width"`
-	Batch       int     `json:"batch"`
-	Devices     int     `json:"devices"`
-	Micro       int     `json:"microbatches"`
-	Schedule    string  `json:"schedule"`
-	Checkpoint  string  `json:"checkpoint,omitempty"`
-	Prefetch    int     `json:"prefetch,omitempty"`
-	Virtual     int     `json:"virtual_stages,omitempty"` // interleaved's chunks per device v: Devices·Virtual stages
+	Model   string  `json:"model"`
+	Image   int     `json:"image"`
+	Classes int     `json:"classes"`
+	Width   float64 `json:"width"`
+	Batch   int     `json:"batch"`
+	// RecordOptions are the schedule's: K, M, its name and the options
+	// it uses.
+	schedule.RecordOptions
 	Balance     string  `json:"balance"`
 	Threads     int     `json:"threads"`
 	Steps       int     `json:"steps"`

@@ -1,6 +1,10 @@
 package profiler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pipecast/pipecast/schedule"
+)
 
 // testRecord returns a valid measured record that fills every field of
 // the schema, with events events, so that round trips exercise maps,
@@ -30,10 +34,21 @@ func testRecord(id string, events int) Record {
 			},
 		},
 		Config: RunConfig{
-			Model: "mlp", Image: 32, Classes: 10, Width: 0.25, Batch: 8, Devices: 2,
-			Micro: 4, Schedule: "gpipe", Checkpoint: "except-last", Prefetch: 1,
-			Balance: "time", Threads: 2, Steps: 2, Warmup: 1, Seed: 1 << 63,
-			Dataset: "synthetic", LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4,
+			Model:         "mlp",
+			Image:         32,
+			Classes:       10,
+			Width:         0.25,
+			Batch:         8,
+			Balance:       "time",
+			Threads:       2,
+			Steps:         2,
+			Warmup:        1,
+			Seed:          1 << 63,
+			Dataset:       "synthetic",
+			LR:            0.05,
+			Momentum:      0.9,
+			WeightDecay:   5e-4,
+			RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 4, Schedule: "gpipe", Checkpoint: "except-last", Prefetch: 1},
 		},
 		Partition: []Stage{
 			{Device: 0, FirstBlock: 0, EndBlock: 2, Blocks: []string{"fc1", "relu1"}, Params: 393344, MACsPerSample: 393216, ActivationBytesPerSample: 4096},
@@ -86,7 +101,7 @@ func predictedRecord(id string) Record {
 	return Record{
 		Schema: SchemaVersion, Kind: KindPredicted, ID: id, CreatedUTC: "2025-11-29T19:00:00+01:00",
 		Env:    Environment{OS: "linux", Arch: "amd64", Backend: "cpu"},
-		Config: RunConfig{Model: "vgg16bn", Batch: 64, Devices: 4, Micro: 8, Schedule: "1f1b", Steps: 5},
+		Config: RunConfig{Model: "vgg16bn", Batch: 64, Steps: 5, RecordOptions: schedule.RecordOptions{Devices: 4, Micro: 8, Schedule: "1f1b"}},
 		Summary: Summary{
 			StepNanosMedian: 5e9, StepNanosMin: 5e9, StepNanosMax: 5e9, SamplesPerSecond: 12.8,
 		},

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"github.com/pipecast/pipecast/schedule"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ func exportTestRecord() profiler.Record {
 			Backend: "cpu",
 			Devices: []profiler.DeviceInfo{{Name: "cpu:0", Threads: 1}, {Name: "cpu:1", Threads: 1}},
 		},
-		Config: profiler.RunConfig{Model: "resnet50", Batch: 8, Devices: 2, Micro: 2, Schedule: "gpipe", Steps: 2, Warmup: 1},
+		Config: profiler.RunConfig{Model: "resnet50", Batch: 8, Steps: 2, Warmup: 1, RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 2, Schedule: "gpipe"}},
 		Partition: []profiler.Stage{
 			{Device: 0, FirstBlock: 0, EndBlock: 2, Blocks: []string{"conv1", "layer1.0"}},
 			{Device: 1, FirstBlock: 2, EndBlock: 4, Blocks: []string{"layer2.0", "fc"}},

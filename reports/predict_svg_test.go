@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"errors"
+	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 
@@ -57,7 +58,7 @@ func TestWritePredictionSVG(t *testing.T) {
 // predicted records and shows their uncertainty.
 func TestRunsTableUncertainty(t *testing.T) {
 	rec := func(kind string, relErr float64) profiler.Record {
-		return profiler.Record{Kind: kind, ID: kind, Config: profiler.RunConfig{Model: "mlp", Schedule: "gpipe", Devices: 2, Micro: 2, Batch: 8},
+		return profiler.Record{Kind: kind, ID: kind, Config: profiler.RunConfig{Model: "mlp", Batch: 8, RecordOptions: schedule.RecordOptions{Schedule: "gpipe", Devices: 2, Micro: 2}},
 			Summary: profiler.Summary{StepNanosMedian: 1e6, StepNanosMin: 1e6, StepNanosMax: 1e6, PredictedRelErr: relErr}}
 	}
 	tests := []struct {

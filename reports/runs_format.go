@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // ModelLabel names a run's model for people, adding the input size and
@@ -28,35 +29,15 @@ func ModelLabel(c profiler.RunConfig) string {
 
 // ScheduleLabel names a run's schedule with the option that shapes it:
 // "gpipe (except-last)", "coop (d=2)", "interleaved (v=2)", "1f1b".
-func ScheduleLabel(c profiler.RunConfig) string {
-	switch c.Schedule {
-	case baselineSchedule:
-		if c.Checkpoint != "" {
-			return fmt.Sprintf("%s (%s)", c.Schedule, c.Checkpoint)
-		}
-	case "coop":
-		return fmt.Sprintf("%s (d=%d)", c.Schedule, c.Prefetch)
-	case "interleaved":
-		return fmt.Sprintf("%s (v=%d)", c.Schedule, max(c.Virtual, 1))
-	}
-	return c.Schedule
-}
+func ScheduleLabel(c profiler.RunConfig) string { return c.RecordOptions.Label() }
 
 // scheduleShortNote is what scheduleShortLabel leaves out, for the
 // footnote of a table fitted to a narrow terminal.
-const scheduleShortNote = "gpipe's except-last and coop's d=1 not shown"
+const scheduleShortNote = schedule.ShortLabelNote
 
 // scheduleShortLabel is ScheduleLabel without the options at their
-// defaults, torchgpipe's except-last checkpointing and coop's look-ahead
-// of 1: "gpipe", "coop", but "gpipe (never)" and "coop (d=2)".
-func scheduleShortLabel(c profiler.RunConfig) string {
-	switch {
-	case c.Schedule == baselineSchedule && c.Checkpoint == baselineCheckpoint,
-		c.Schedule == "coop" && c.Prefetch == 1:
-		return c.Schedule
-	}
-	return ScheduleLabel(c)
-}
+// defaults: "gpipe", "coop", but "gpipe (never)" and "coop (d=2)".
+func scheduleShortLabel(c profiler.RunConfig) string { return c.RecordOptions.ShortLabel() }
 
 // FormatNanos formats a duration for people with three or four
 // significant digits: "850 ns", "12.3 µs", "4.56 ms", "1.23 s".

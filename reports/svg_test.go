@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func timelineRecord() profiler.Record {
 	events = append(events, block, block)
 	return profiler.Record{
 		Schema: profiler.SchemaVersion, Kind: profiler.KindMeasured, ID: "run-a",
-		Config:  profiler.RunConfig{Model: "vgg16bn", Batch: 8, Devices: 2, Micro: 2, Schedule: "gpipe", Checkpoint: "except-last"},
+		Config:  profiler.RunConfig{Model: "vgg16bn", Batch: 8, RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 2, Schedule: "gpipe", Checkpoint: "except-last"}},
 		Env:     profiler.Environment{Devices: []profiler.DeviceInfo{{Name: "cpu:0", Threads: 1}, {Name: "cpu:1", Threads: 1}}},
 		Steps:   []profiler.Step{{Step: 1, WallNanos: 10 * ms}, {Step: 2, WallNanos: 5 * ms}},
 		Devices: []profiler.Device{{Index: 0, Name: "cpu:0", Stage: 0}, {Index: 1, Name: "cpu:1", Stage: 1}},
@@ -202,10 +203,10 @@ func TestWriteTimelineSVGErrors(t *testing.T) {
 // chartRecords is a small sweep: two GPipe and two coop configurations and
 // one 1f1b, listed out of order.
 func chartRecords() []profiler.Record {
-	mk := func(schedule string, k, m int, median, spread, peak int64) profiler.Record {
+	mk := func(name string, k, m int, median, spread, peak int64) profiler.Record {
 		return profiler.Record{
 			Schema: profiler.SchemaVersion, Kind: profiler.KindMeasured,
-			Config:  profiler.RunConfig{Model: "resnet50", Batch: 16, Devices: k, Micro: m, Schedule: schedule},
+			Config:  profiler.RunConfig{Model: "resnet50", Batch: 16, RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: name}},
 			Summary: profiler.Summary{StepNanosMedian: median, StepNanosMin: median - spread, StepNanosMax: median + 2*spread, PeakBytesMax: peak},
 		}
 	}

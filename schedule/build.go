@@ -1,9 +1,6 @@
 package schedule
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Build validates o and returns the program of the schedule it names.
 //
@@ -48,43 +45,29 @@ import (
 //
 // Options not used by a schedule (Checkpoint outside gpipe, Prefetch
 // outside coop, Virtual outside interleaved) are ignored. Build applies no
-// defaults: callers set them.
+// defaults (Options.WithDefaults does) and refuses what Options.Check
+// refuses.
 func Build(o Options) (*Program, error) {
-	if o.Devices < 1 {
-		return nil, fmt.Errorf("build schedule %q: %d devices, want at least 1", o.Name, o.Devices)
-	}
-	if o.Micro < 1 {
-		return nil, fmt.Errorf("build schedule %q: %d micro-batches, want at least 1", o.Name, o.Micro)
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("build schedule %q: %w", o.Name, err)
 	}
 	switch o.Name {
 	case Single:
-		if o.Devices != 1 {
-			return nil, fmt.Errorf("build schedule %q: %d devices, single runs on exactly 1", o.Name, o.Devices)
-		}
 		return single(o), nil
 	case GPipe:
-		if o.Checkpoint < ExceptLast || o.Checkpoint > Never {
-			return nil, fmt.Errorf("build schedule %q: unknown checkpoint mode %d", o.Name, int(o.Checkpoint))
-		}
 		return gpipe(o), nil
 	case OneF1B:
 		return oneF1B(o), nil
 	case Coop:
-		if o.Prefetch < 1 {
-			return nil, fmt.Errorf("build schedule %q: prefetch %d, want at least 1", o.Name, o.Prefetch)
-		}
 		return coop(o), nil
 	case Interleaved:
-		if o.Virtual < 1 {
-			return nil, fmt.Errorf("build schedule %q: virtual stages %d, want at least 1", o.Name, o.Virtual)
-		}
 		return interleaved(o), nil
 	case ZBH1:
 		return zbH1(o), nil
 	case ZBH2:
 		return zbH2(o), nil
 	}
-	return nil, fmt.Errorf("build schedule: unknown schedule %q (want %s)", o.Name, strings.Join(Names(), ", "))
+	panic("schedule: Check passed unknown schedule " + o.Name)
 }
 
 // newProgram returns an empty program of o with stages stages and one

@@ -261,32 +261,6 @@ const (
 	ZBH2 = "zb-h2"
 )
 
-// Names lists the schedules.
-func Names() []string { return []string{Single, GPipe, Coop, OneF1B, Interleaved, ZBH1, ZBH2} }
-
-// Splits reports whether schedule name splits its backwards into
-// BackwardInput and BackwardWeight.
-func Splits(name string) bool { return name == ZBH1 || name == ZBH2 }
-
-// Options select a schedule and its parameters.
-type Options struct {
-	// Name is one of Names().
-	Name string
-	// Devices is K, the number of devices (1 for single), each holding
-	// one stage, or v stages in interleaved.
-	Devices int
-	// Micro is M, the number of micro-batches (coop: slices) per step.
-	Micro int
-	// Checkpoint is gpipe's mode.
-	Checkpoint Checkpoint
-	// Prefetch is coop's look-ahead depth d ≥ 1: how many slices'
-	// forwards may run ahead of their gradients.
-	Prefetch int
-	// Virtual is interleaved's v ≥ 1: how many model chunks (stages)
-	// each device holds, the model being cut into K·v stages.
-	Virtual int
-}
-
 // Program is what every device does in one training step, in order.
 type Program struct {
 	Options Options

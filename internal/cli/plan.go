@@ -324,14 +324,7 @@ func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel, recs []pr
 		peak, dev := r.PeakBytes()
 		e := reports.PlanEntry{Schedule: s.Name, Micro: s.Micro, PeakBytes: peak, PeakDevice: dev,
 			TopCategory: r.TopCategory().String(), Rank: r.Rank, OverBudget: r.OverBudget}
-		switch s.Name {
-		case schedule.GPipe:
-			e.Options = s.Checkpoint.String()
-		case schedule.Coop:
-			e.Options = fmt.Sprintf("d=%d", s.Prefetch)
-		case schedule.Interleaved:
-			e.Options = fmt.Sprintf("v=%d", s.Virtual)
-		}
+		e.Options = s.OptionLabel()
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
 			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.Batch / s.Micro})) > 0

@@ -133,7 +133,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringSliceVar(&opts.Schedules, "schedule", defaultProfileSchedules, "schedules: "+strings.Join(schedule.Names(), ","))
 	f.StringSliceVar(&opts.Checkpoints, "checkpoint", []string{schedule.ExceptLast.String()}, "gpipe checkpointing: never,except-last,always")
 	f.IntSliceVar(&opts.Prefetch, "prefetch", []int{1}, "coop look-ahead depths d")
-	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", []int{config.DefaultVirtual}, virtualStagesUsage)
+	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", []int{schedule.DefaultVirtual}, virtualStagesUsage)
 	// Time is the default: at small widths per-op overheads, not MACs,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.

@@ -77,7 +77,7 @@ func TestProfileHelpNamesNewSchedules(t *testing.T) {
 }
 
 func TestSameConfigurationVirtualStages(t *testing.T) {
-	a := profiler.Record{Config: profiler.RunConfig{Model: "mlp", Batch: 8, Devices: 2, Micro: 4, Schedule: "interleaved", Virtual: 2}}
+	a := profiler.Record{Config: profiler.RunConfig{Model: "mlp", Batch: 8, RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 4, Schedule: "interleaved", Virtual: 2}}}
 	b := a
 	if !sameConfiguration(&a, &b) {
 		t.Fatal("a record is not its own configuration")

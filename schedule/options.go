@@ -1,0 +1,294 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Names lists the schedules.
+func Names() []string { return []string{Single, GPipe, Coop, OneF1B, Interleaved, ZBH1, ZBH2} }
+
+// Splits reports whether schedule name splits its backwards into
+// BackwardInput and BackwardWeight.
+func Splits(name string) bool { return name == ZBH1 || name == ZBH2 }
+
+// The options' defaults.
+const (
+	// DefaultPrefetch is coop's look-ahead depth d: one slice's forward
+	// may run ahead of the gradients.
+	DefaultPrefetch = 1
+	// DefaultVirtual is interleaved's number of model chunks per device,
+	// Megatron-LM's usual two: with one, interleaved is 1f1b.
+	DefaultVirtual = 2
+)
+
+// Options select a schedule and its parameters. Options owns everything
+// said about them: their defaults (WithDefaults), their checks (Check),
+// the stages they cut a model into (Stages), their label (Label) and
+// their form in a run record (Record); a new option is added here and
+// nowhere else.
+type Options struct {
+	// Name is one of Names().
+	Name string
+	// Devices is K, the number of devices (1 for single), each holding
+	// one stage, or v stages in interleaved.
+	Devices int
+	// Micro is M, the number of micro-batches (coop: slices) per step.
+	Micro int
+	// Checkpoint is gpipe's mode.
+	Checkpoint Checkpoint
+	// Prefetch is coop's look-ahead depth d ≥ 1: how many slices'
+	// forwards may run ahead of their gradients.
+	Prefetch int
+	// Virtual is interleaved's v ≥ 1: how many model chunks (stages)
+	// each device holds, the model being cut into K·v stages.
+	Virtual int
+}
+
+// WithDefaults returns o with its zero fields filled: gpipe, one device,
+// one micro-batch, and the defaults of the options the schedule uses
+// (gpipe's zero Checkpoint is already its default, ExceptLast).
+func (o Options) WithDefaults() Options {
+	if o.Name == "" {
+		o.Name = GPipe
+	}
+	if o.Devices == 0 {
+		o.Devices = 1
+	}
+	if o.Micro == 0 {
+		o.Micro = 1
+	}
+	if o.Name == Coop && o.Prefetch == 0 {
+		o.Prefetch = DefaultPrefetch
+	}
+	if o.Name == Interleaved && o.Virtual == 0 {
+		o.Virtual = DefaultVirtual
+	}
+	return o
+}
+
+// OptionError says which option of a schedule is at fault, by its name in
+// run records and on the command line.
+type OptionError struct {
+	// Field is the option: "schedule", "devices", "microbatches",
+	// "checkpoint", "prefetch" or "virtual-stages".
+	Field string
+	// Value is the value at fault.
+	Value any
+	// Reason is the whole message.
+	Reason string
+	// TooManyDevices is set when the options are right on their own but
+	// the schedule runs on fewer devices (single at K = 2): a sweep over
+	// device counts skips such a combination rather than refusing it.
+	TooManyDevices bool
+}
+
+func (e *OptionError) Error() string { return e.Reason }
+
+func optionError(field string, value any, format string, args ...any) error {
+	return &OptionError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Check reports an option that the schedule cannot take, as an
+// *OptionError: an unknown name, fewer than one device or micro-batch,
+// single on more than one device, or an option of the schedule out of its
+// range. Options the schedule does not use are not checked.
+func (o Options) Check() error {
+	switch {
+	case !slices.Contains(Names(), o.Name):
+		return optionError("schedule", o.Name, "unknown schedule %q (want %s)", o.Name, strings.Join(Names(), ", "))
+	case o.Devices < 1:
+		return optionError("devices", o.Devices, "%d devices: need at least 1", o.Devices)
+	case o.Micro < 1:
+		return optionError("microbatches", o.Micro, "%d micro-batches: need at least 1", o.Micro)
+	case o.MaxDevices() > 0 && o.Devices > o.MaxDevices():
+		return &OptionError{Field: "schedule", Value: o.Name, TooManyDevices: true,
+			Reason: fmt.Sprintf("single at K=%d: it runs on one device", o.Devices)}
+	case o.Name == GPipe && (o.Checkpoint < ExceptLast || o.Checkpoint > Never):
+		return optionError("checkpoint", o.Checkpoint, "checkpoint mode %d: unknown", int(o.Checkpoint))
+	case o.Name == Coop && o.Prefetch < 1:
+		return optionError("prefetch", o.Prefetch, "prefetch %d: need at least 1", o.Prefetch)
+	case o.Name == Interleaved && o.Virtual < 1:
+		return optionError("virtual-stages", o.Virtual, "virtual-stages %d: need at least 1 model chunk per device", o.Virtual)
+	}
+	return nil
+}
+
+// Stages returns the number of stages the model is cut into: K·v for
+// interleaved (v chunks on each of K devices), K otherwise.
+func (o Options) Stages() int {
+	if o.Name == Interleaved {
+		return o.Devices * max(o.Virtual, 1)
+	}
+	return o.Devices
+}
+
+// MaxDevices returns the most devices the schedule runs on (single: 1),
+// or 0 where it takes any number.
+func (o Options) MaxDevices() int {
+	if o.Name == Single {
+		return 1
+	}
+	return 0
+}
+
+// ShardsBatch reports whether the schedule splits each mini-batch into K
+// shards, one a device (coop's prediction step), so that K must divide
+// the batch.
+func (o Options) ShardsBatch() bool { return o.Name == Coop }
+
+// Recomputes reports whether the schedule recomputes checkpointed
+// forwards before their backwards (gpipe in every mode but never).
+func (o Options) Recomputes() bool { return o.Name == GPipe && o.Checkpoint != Never }
+
+// Label names the schedule with the option that shapes it: "gpipe
+// (except-last)", "coop (d=2)", "interleaved (v=2)", "1f1b".
+func (o Options) Label() string { return o.Record().Label() }
+
+// OptionLabel is the option that shapes the schedule (see
+// RecordOptions.OptionLabel): "except-last", "d=2", "v=2" or "".
+func (o Options) OptionLabel() string { return o.Record().OptionLabel() }
+
+// ShortLabel is Label without the options at their defaults,
+// torchgpipe's except-last checkpointing and coop's look-ahead of 1:
+// "gpipe", "coop", but "gpipe (never)" and "coop (d=2)".
+func (o Options) ShortLabel() string { return o.Record().ShortLabel() }
+
+// ShortLabelNote says what ShortLabel leaves out, for a table's footnote.
+const ShortLabelNote = "gpipe's except-last and coop's d=1 not shown"
+
+// Record returns o's form in a run record: the options the schedule
+// uses, the others left zero (and so out of the record's JSON).
+func (o Options) Record() RecordOptions {
+	r := RecordOptions{Devices: o.Devices, Micro: o.Micro, Schedule: o.Name}
+	switch o.Name {
+	case GPipe:
+		r.Checkpoint = o.Checkpoint.String()
+	case Coop:
+		r.Prefetch = o.Prefetch
+	case Interleaved:
+		r.Virtual = o.Virtual
+	}
+	return r
+}
+
+// RecordOptions are a schedule's options as a run record holds them,
+// under the record's JSON names; run records embed them whole.
+type RecordOptions struct {
+	Devices    int    `json:"devices"`
+	Micro      int    `json:"microbatches"`
+	Schedule   string `json:"schedule"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Prefetch   int    `json:"prefetch,omitempty"`
+	Virtual    int    `json:"virtual_stages,omitempty"` // interleaved's chunks per device v: Devices·Virtual stages
+}
+
+// Options returns the options r records. A record without a checkpoint
+// mode has gpipe's default.
+func (r RecordOptions) Options() (Options, error) {
+	o := Options{Name: r.Schedule, Devices: r.Devices, Micro: r.Micro, Prefetch: r.Prefetch, Virtual: r.Virtual}
+	if r.Checkpoint != "" {
+		ck, err := ParseCheckpoint(r.Checkpoint)
+		if err != nil {
+			return Options{}, err
+		}
+		o.Checkpoint = ck
+	}
+	return o, nil
+}
+
+// Label names the recorded schedule with the option that shapes it (see
+// Options.Label); a gpipe record that names no checkpoint mode is
+// "gpipe".
+func (r RecordOptions) Label() string {
+	if o := r.OptionLabel(); o != "" {
+		return r.Schedule + " (" + o + ")"
+	}
+	return r.Schedule
+}
+
+// OptionLabel is the option that shapes the recorded schedule, as Label
+// shows it in parentheses: "except-last", "d=2", "v=2", or "" for a
+// schedule without options.
+func (r RecordOptions) OptionLabel() string {
+	switch r.Schedule {
+	case GPipe:
+		return r.Checkpoint
+	case Coop:
+		return fmt.Sprintf("d=%d", r.Prefetch)
+	case Interleaved:
+		return fmt.Sprintf("v=%d", max(r.Virtual, 1))
+	}
+	return ""
+}
+
+// ShortLabel is Label without the options at their defaults (see
+// Options.ShortLabel).
+func (r RecordOptions) ShortLabel() string {
+	switch {
+	case r.Schedule == GPipe && r.Checkpoint == ExceptLast.String(),
+		r.Schedule == Coop && r.Prefetch == DefaultPrefetch:
+		return r.Schedule
+	}
+	return r.Label()
+}
+
+// Variants are lists of option values that a sweep or a plan tries:
+// each schedule takes the lists of the options it uses, and an empty
+// list its default.
+type Variants struct {
+	Checkpoints []Checkpoint
+	Prefetch    []int
+	Virtual     []int
+}
+
+// Of returns the options of schedule name, one for each value of the
+// lists of the options it uses (Devices and Micro left zero).
+func (v Variants) Of(name string) []Options {
+	var out []Options
+	switch name {
+	case GPipe:
+		for _, c := range orDefault(v.Checkpoints, ExceptLast) {
+			out = append(out, Options{Name: name, Checkpoint: c})
+		}
+	case Coop:
+		for _, d := range orDefault(v.Prefetch, DefaultPrefetch) {
+			out = append(out, Options{Name: name, Prefetch: d})
+		}
+	case Interleaved:
+		for _, n := range orDefault(v.Virtual, DefaultVirtual) {
+			out = append(out, Options{Name: name, Virtual: n})
+		}
+	default:
+		out = append(out, Options{Name: name})
+	}
+	return out
+}
+
+// Add adds the values of the options o's schedule uses to the lists that
+// do not hold them yet.
+func (v *Variants) Add(o Options) {
+	switch o.Name {
+	case GPipe:
+		v.Checkpoints = appendNew(v.Checkpoints, o.Checkpoint)
+	case Coop:
+		v.Prefetch = appendNew(v.Prefetch, o.Prefetch)
+	case Interleaved:
+		v.Virtual = appendNew(v.Virtual, o.Virtual)
+	}
+}
+
+func orDefault[T any](list []T, def T) []T {
+	if len(list) == 0 {
+		return []T{def}
+	}
+	return list
+}
+
+func appendNew[T comparable](list []T, v T) []T {
+	if slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
+}
