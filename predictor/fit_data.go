@@ -65,7 +65,7 @@ type collectiveEnd struct {
 // add gathers one record.
 func (d *fitData) add(r *profiler.Record) error {
 	c := r.Config
-	micro, shard := c.Batch/c.Micro, c.Batch/c.Devices
+	micro, shard := c.MicroBatchSize(), c.ShardSize()
 	d.samples[micro] = true
 	d.devices[c.Devices] = true
 	for _, bt := range r.Blocks {

@@ -127,7 +127,7 @@ func (c *CostModel) fitScales(recs []*profiler.Record) {
 				measured[op] += float64(ns)
 			}
 		}
-		m, devs := r.Config.Batch/r.Config.Micro, r.Config.Devices
+		m, devs := r.Config.MicroBatchSize(), r.Config.Devices
 		for _, op := range scaledOps {
 			if priced[op] > 0 && measured[op] > 0 {
 				if ratios[op][devs] == nil {

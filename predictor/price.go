@@ -88,7 +88,7 @@ func (s *simulation) price() error {
 
 // priceOp forecasts one op that moves bytes between devices.
 func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
-	mb := s.cfg.Batch / s.cfg.Schedule.Micro
+	mb := s.cfg.MicroBatchSize()
 	p := &pricedOp{bytes: bytes}
 	var err error
 	switch o.Kind {
@@ -103,7 +103,7 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	case schedule.BackwardWeight:
 		err = s.priceBlocks(p, o, PhaseBackwardWeight, mb)
 	case schedule.Predict:
-		err = s.priceBlocks(p, o, PhasePredict, s.cfg.Batch/s.cfg.Schedule.Devices)
+		err = s.priceBlocks(p, o, PhasePredict, s.cfg.ShardSize())
 	case schedule.Loss:
 		p.nanos = s.c.Loss(mb)
 	case schedule.Send:

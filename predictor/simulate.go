@@ -122,7 +122,7 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 // costs the runner measures.
 func partition(c *CostModel, cfg config.Config, model *models.Model, stages int) ([]int, error) {
 	return cfg.Partition(model, stages, func() ([]float64, error) {
-		mb := cfg.Batch / cfg.Schedule.Micro
+		mb := cfg.MicroBatchSize()
 		costs := make([]float64, len(model.Blocks))
 		for i := range model.Blocks {
 			f, err := c.Block(i, PhaseForward, mb)

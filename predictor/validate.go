@@ -164,7 +164,7 @@ func Validate(ctx context.Context, recs []profiler.Record, holdout string, seed 
 		})
 	case HoldoutMicrobatch:
 		folds = foldsBy(measured, func(_ int, r *profiler.Record) (int, string) {
-			m := r.Config.Batch / r.Config.Micro
+			m := r.Config.MicroBatchSize()
 			return m, fmt.Sprintf("m=%d", m)
 		})
 	case HoldoutRandom:

@@ -44,7 +44,7 @@ func (r *Run) blockTimings() []BlockTiming {
 	}
 	samples := 0
 	if r.Config.Micro > 0 {
-		samples = r.Config.Batch / r.Config.Micro
+		samples = r.Config.MicroBatchSize()
 	}
 	out := make([]BlockTiming, nb)
 	for b := range nb {

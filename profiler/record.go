@@ -307,3 +307,11 @@ type Event struct {
 	EndNanos   int64 `json:"end_nanos"`
 	Bytes      int64 `json:"bytes,omitempty"`
 }
+
+// MicroBatchSize returns m = B/M, the samples of one micro-batch (coop:
+// of one slice) of the run.
+func (c RunConfig) MicroBatchSize() int { return c.Batch / max(c.Micro, 1) }
+
+// ShardSize returns B/K, the samples of one shard of the mini-batch:
+// what each device predicts in coop's prediction step.
+func (c RunConfig) ShardSize() int { return c.Batch / max(c.Devices, 1) }

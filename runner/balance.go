@@ -33,7 +33,7 @@ func BlockTimes(cfg config.Config) ([]float64, error) {
 		return nil, err
 	}
 	defer m.Release()
-	mb := cfg.Batch / cfg.Schedule.Micro
+	mb := cfg.MicroBatchSize()
 	input := make([]float32, mb*m.Input.Numel())
 	for i := range input {
 		input[i] = float32(rng.NormFloat64())

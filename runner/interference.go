@@ -63,7 +63,7 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 	cfg = cfg.WithDefaults()
 	threads := max(cfg.Threads, 1)
 	levels := min(max(runtime.NumCPU()/threads, 1), maxInterferenceDevices)
-	mb := cfg.Batch / cfg.Schedule.Micro
+	mb := cfg.MicroBatchSize()
 	out := &profiler.Interference{
 		Work:   fmt.Sprintf("training-mode forwards of %s's stages at %d samples, together against inside a whole forward alone", cfg.Model, mb),
 		Levels: []profiler.InterferenceLevel{{Devices: 1, Factor: 1, Min: 1, Max: 1}},

@@ -86,7 +86,7 @@ func transferBytes(tr *Trainer, op schedule.Op, d int) int64 {
 	const f32 = 4
 	cfg := tr.cfg
 	k := cfg.Schedule.Devices
-	m := cfg.Batch / cfg.Schedule.Micro
+	m := cfg.MicroBatchSize()
 	switch op.Kind {
 	case schedule.Send, schedule.Recv:
 		// The payload is stage op.Stage's output or its input gradient.

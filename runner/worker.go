@@ -96,7 +96,7 @@ func newStepState(step int, batch *datasets.Batch) *stepState {
 
 // micro returns the sample range of micro-batch (or slice) j.
 func (w *worker) micro(j int) (lo, hi int) {
-	m := w.t.cfg.Batch / w.t.cfg.Schedule.Micro
+	m := w.t.cfg.MicroBatchSize()
 	return j * m, (j + 1) * m
 }
 

@@ -28,7 +28,7 @@ func (w *worker) predict(op schedule.Op) error {
 	if op.Stage > 0 {
 		x = s.predicted[op.Stage]
 	}
-	shardSize := w.t.cfg.Batch / w.t.cfg.Schedule.Devices
+	shardSize := w.t.cfg.ShardSize()
 	p := w.pass(false, op.Shard*shardSize)
 	p.FreezeStats = true // replicas never touch running statistics
 	y, _ := w.forward(op, layer, op.Stage, p, x)

@@ -19,7 +19,7 @@ func extrapolationNote(c *predictor.CostModel, cfgs []config.Config, label, band
 	}
 	var sizes []int
 	for _, cfg := range cfgs {
-		sizes = append(sizes, cfg.Batch/cfg.Schedule.Micro)
+		sizes = append(sizes, cfg.MicroBatchSize())
 	}
 	out := c.Extrapolated(sizes)
 	if len(out) == 0 {

@@ -327,7 +327,7 @@ func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel, recs []pr
 		e.Options = s.OptionLabel()
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
-			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.Batch / s.Micro})) > 0
+			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.MicroBatchSize()})) > 0
 			var runs []profiler.Record
 			for j := range recs {
 				if sameConfiguration(p, &recs[j]) {

@@ -327,5 +327,5 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 // runs with the same key share one measurement.
 func interferenceKey(cfg config.Config) string {
 	cfg = cfg.WithDefaults()
-	return fmt.Sprintf("%s %#v b=%d t=%d %s", cfg.Model, cfg.ModelConfig, cfg.Batch/cfg.Schedule.Micro, cfg.Threads, cfg.Backend)
+	return fmt.Sprintf("%s %#v b=%d t=%d %s", cfg.Model, cfg.ModelConfig, cfg.MicroBatchSize(), cfg.Threads, cfg.Backend)
 }
