@@ -23,7 +23,7 @@ func NewSGD(p tensor.SGDParams) *SGD { return &SGD{SGDParams: p} }
 // rather than blending it into zeros.
 func (o *SGD) Step(dev tensor.Device, params []NamedParam) {
 	for _, s := range o.steps(dev, params) {
-		dev.SGDStep(s.W, s.G, s.Buf, o.SGDParams, s.First)
+		tensor.SGDStep(dev, s.W, s.G, s.Buf, o.SGDParams, s.First)
 	}
 	o.Steps++
 }
@@ -33,17 +33,7 @@ func (o *SGD) Step(dev tensor.Device, params []NamedParam) {
 // parameter and zeroes its gradient in the same pass, with the same
 // results.
 func (o *SGD) Update(dev tensor.Device, params []NamedParam) {
-	b, ok := dev.(tensor.SGDBatcher)
-	if !ok {
-		o.Step(dev, params)
-		for _, s := range params {
-			if s.Param.Grad != nil {
-				dev.Fill(s.Param.Grad, 0)
-			}
-		}
-		return
-	}
-	b.SGDSteps(o.steps(dev, params), o.SGDParams, true)
+	tensor.SGDSteps(dev, o.steps(dev, params), o.SGDParams, true)
 	o.Steps++
 }
 
