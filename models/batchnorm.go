@@ -99,7 +99,7 @@ func (l *BatchNorm2D) forward(p *Pass, x *tensor.Tensor, relu bool) (*tensor.Ten
 		runMean, runVar = nil, nil
 	}
 	if relu {
-		dev.(tensor.BatchNormReLUKernels).BatchNormReLUTrain(x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
+		tensor.BatchNormReLUTrain(dev, x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
 	} else {
 		dev.BatchNormTrain(x, l.Weight.Value, l.Bias.Value, y, runMean, runVar, mean, invStd, l.P)
 	}
@@ -130,7 +130,7 @@ func (l *BatchNorm2D) Backward(p *Pass, ctx Context, dy *tensor.Tensor) *tensor.
 		return dx
 	}
 	if c.relu != nil {
-		p.Dev.(tensor.BatchNormReLUKernels).BatchNormReLUBackward(c.x, c.relu, dy, l.Weight.Value, c.mean, c.invStd, dx, l.Weight.GradFor(p.Dev), l.Bias.GradFor(p.Dev))
+		tensor.BatchNormReLUBackward(p.Dev, c.x, c.relu, dy, l.Weight.Value, c.mean, c.invStd, dx, l.Weight.GradFor(p.Dev), l.Bias.GradFor(p.Dev))
 		return dx
 	}
 	p.Dev.BatchNormBackward(c.x, dy, l.Weight.Value, c.mean, c.invStd, dx, l.Weight.GradFor(p.Dev), l.Bias.GradFor(p.Dev))

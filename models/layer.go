@@ -81,8 +81,11 @@ type Param struct {
 	// Grad accumulates gradients; it is allocated, zeroed, by the first
 	// backward that needs it (GradFor), as torch allocates .grad lazily.
 	Grad *tensor.Tensor
-	// Momentum is the optimizer's buffer, allocated by the optimizer.
-	Momentum *tensor.Tensor
+	// State holds the optimizer's per-parameter tensors (its Slots, such
+	// as SGD's momentum buffer), allocated by the optimizer on the
+	// parameter's first update; nil before, and for an optimizer without
+	// state.
+	State []*tensor.Tensor
 }
 
 // GradFor returns the parameter's gradient tensor, allocating it zeroed in
@@ -98,8 +101,10 @@ func (p *Param) GradFor(dev tensor.Device) *tensor.Tensor {
 func (p *Param) Release() {
 	p.Value.Release()
 	p.Grad.Release()
-	p.Momentum.Release()
-	p.Value, p.Grad, p.Momentum = nil, nil, nil
+	for _, s := range p.State {
+		s.Release()
+	}
+	p.Value, p.Grad, p.State = nil, nil, nil
 }
 
 // Buffer is state that is saved with a model but not trained:

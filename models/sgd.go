@@ -5,16 +5,30 @@ import (
 )
 
 // SGD is torch.optim.SGD. Its per-parameter state, the momentum buffer,
-// lives in each Param (Param.Momentum) so that it moves and is freed with
-// the parameter; SGD holds the hyper-parameters and counts its steps.
+// is the parameter's one state slot (Param.State) when momentum is on.
 type SGD struct {
 	tensor.SGDParams
-	// Steps counts the calls to Step.
-	Steps int
+	steps int
 }
+
+var _ Optimizer = (*SGD)(nil)
 
 // NewSGD returns an optimizer with hyper-parameters p.
 func NewSGD(p tensor.SGDParams) *SGD { return &SGD{SGDParams: p} }
+
+// Name returns "sgd".
+func (o *SGD) Name() string { return "sgd" }
+
+// Slots returns 1 with momentum, the buffer, and 0 without.
+func (o *SGD) Slots() int {
+	if o.Momentum != 0 {
+		return 1
+	}
+	return 0
+}
+
+// Steps counts the calls to Step and Update.
+func (o *SGD) Steps() int { return o.steps }
 
 // Step updates every parameter that has a gradient, skipping the others
 // as torch skips a parameter whose .grad is None. With momentum, a
@@ -22,10 +36,10 @@ func NewSGD(p tensor.SGDParams) *SGD { return &SGD{SGDParams: p} }
 // first update, which — as in torch — sets the buffer to the gradient
 // rather than blending it into zeros.
 func (o *SGD) Step(dev tensor.Device, params []NamedParam) {
-	for _, s := range o.steps(dev, params) {
-		dev.SGDStep(s.W, s.G, s.Buf, o.SGDParams, s.First)
+	for _, s := range o.paramSteps(dev, params) {
+		tensor.SGDStep(dev, s.W, s.G, s.Buf, o.SGDParams, s.First)
 	}
-	o.Steps++
+	o.steps++
 }
 
 // Update is Step followed by zeroing the same gradients (ZeroGrads): on a
@@ -33,36 +47,25 @@ func (o *SGD) Step(dev tensor.Device, params []NamedParam) {
 // parameter and zeroes its gradient in the same pass, with the same
 // results.
 func (o *SGD) Update(dev tensor.Device, params []NamedParam) {
-	b, ok := dev.(tensor.SGDBatcher)
-	if !ok {
-		o.Step(dev, params)
-		for _, s := range params {
-			if s.Param.Grad != nil {
-				dev.Fill(s.Param.Grad, 0)
-			}
-		}
-		return
-	}
-	b.SGDSteps(o.steps(dev, params), o.SGDParams, true)
-	o.Steps++
+	tensor.SGDSteps(dev, o.paramSteps(dev, params), o.SGDParams, true)
+	o.steps++
 }
 
-// steps lists the parameters that have a gradient, allocating the
+// paramSteps lists the parameters that have a gradient, allocating the
 // momentum buffers of those updated for the first time.
-func (o *SGD) steps(dev tensor.Device, params []NamedParam) []tensor.ParamStep {
+func (o *SGD) paramSteps(dev tensor.Device, params []NamedParam) []tensor.ParamStep {
 	var out []tensor.ParamStep
+	slots := o.Slots()
 	for _, np := range params {
 		p := np.Param
 		if p.Grad == nil {
 			continue
 		}
 		s := tensor.ParamStep{W: p.Value, G: p.Grad}
-		if o.Momentum != 0 {
-			s.First = p.Momentum == nil
-			if s.First {
-				p.Momentum = dev.Alloc(tensor.Optimizer, p.Value.Shape()...)
-			}
-			s.Buf = p.Momentum
+		if slots > 0 {
+			var state []*tensor.Tensor
+			state, s.First = stateFor(dev, p, slots)
+			s.Buf = state[0]
 		}
 		out = append(out, s)
 	}

@@ -54,7 +54,11 @@ func (t *Trainer) place() error {
 		if t.transport != nil {
 			ep = t.transport.Endpoint(d)
 		}
-		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: models.NewSGD(t.cfg.SGD)}
+		opt, err := models.NewOptimizer("sgd", models.Hyper{SGD: t.cfg.SGD})
+		if err != nil {
+			return err
+		}
+		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: opt}
 		t.workers = append(t.workers, w)
 		w.owned = t.program.StagesOf(d)
 		w.stages = make([]*models.Sequential, stages)

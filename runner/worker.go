@@ -31,7 +31,7 @@ type worker struct {
 	// step); nil for the device's own stage and stages it never runs.
 	replicas     []*models.Sequential
 	replicaFlats []*tensor.Tensor
-	opt          *models.SGD
+	opt          models.Optimizer
 	// rec records the device's events, nil when the trainer does not
 	// record (then no op is even timed); blocks runs compute ops block
 	// by block, recording an event per block (per-block timing).

@@ -1,8 +1,35 @@
 package tensor
 
-// Optional interfaces: what some devices can say about themselves beyond
-// Device. Callers test for them with a type assertion (or the helper
-// beside them), so that they need not import the backend.
+// Optional interfaces: what some devices can say about themselves, and
+// kernels that only some devices have, beyond Device. Callers test for
+// them with a type assertion, or call the function beside them, so that
+// they need not import the backend.
+//
+// A new kernel family (a fused pair, an optimizer's step, a new layer's
+// forward and backward) arrives here rather than in Kernels, so that it
+// touches only the backends that gain a fast kernel for it:
+//
+//  1. an interface in this file holds its kernels (SGDStepper,
+//     SGDBatcher, BatchNormReLUKernels, FiniteScreener);
+//  2. a package-level function beside it runs the device's kernel where
+//     the device implements the interface, and otherwise a fallback
+//     composed from Kernels (SGDStep from Copy, Scale and Axpy), which
+//     allocates its temporaries in the Workspace category and releases
+//     them before it returns, as a kernel does;
+//  3. the backends with a fast kernel implement the interface and say so
+//     with a compile-time assertion (var _ tensor.SGDStepper =
+//     (*Device)(nil)); a backend without one runs the family through the
+//     fallback. The meta backend implements the families whose CPU
+//     kernels hold other memory than their fallbacks, so that it accounts
+//     what a CPU run holds;
+//  4. the shared suite (package tensortest) checks the device's kernel
+//     against the float64 reference where the device has one, and the
+//     fallback on every device, through a wrapper that hides the device's
+//     capabilities.
+//
+// A caller whose own allocations depend on the choice (Sequential keeps
+// no separate ReLU output where batch norm and ReLU are fused) tests for
+// the interface itself; others call the function.
 
 // MACCounter is implemented by devices that count the multiply-accumulates
 // of the kernels they run (the meta backend's): those of convolutions,
@@ -59,12 +86,24 @@ type AcceleratorInfo struct {
 // threads (the CPU backend's): training screens every gradient every
 // step, and a model's hundreds of gradients, most too small to share out
 // one by one, are screened as one run of values. Callers use
-// FirstNonFinite or FirstNonFiniteOf.
+// FirstNonFinite, FirstNonFiniteOf or FirstNonFiniteOn.
 type FiniteScreener interface {
 	// FirstNonFiniteOf returns the position in ts of the first tensor
 	// that holds a NaN or an infinity and the index of its first such
 	// value, or −1, −1.
 	FirstNonFiniteOf(ts []*Tensor) (tensor, index int)
+}
+
+// SGDStepper is implemented by devices with a kernel for one step of
+// torch.optim.SGD (every backend's so far). Callers use SGDStep, which
+// composes the step from Kernels on other devices.
+type SGDStepper interface {
+	// SGDStep applies one step of torch.optim.SGD to w with gradient g
+	// and momentum buffer buf (nil when Momentum is 0): d = g +
+	// WeightDecay·w; buf = d on the first step, else Momentum·buf + (1 −
+	// Dampening)·d; d = d + Momentum·buf if Nesterov, else buf; w −=
+	// LR·d.
+	SGDStep(w, g, buf *Tensor, p SGDParams, first bool)
 }
 
 // SGDBatcher is implemented by devices that apply one optimizer step to
@@ -75,7 +114,8 @@ type SGDBatcher interface {
 	// SGDSteps does, for every entry s of steps, SGDStep(s.W, s.G, s.Buf,
 	// p, s.First) and then, with zeroGrads, Fill(s.G, 0) — torch's
 	// optimizer step followed by zero_grad(set_to_none=False) — with the
-	// same results value for value.
+	// same results value for value as the device's SGDStep. Callers use
+	// the function SGDSteps.
 	SGDSteps(steps []ParamStep, p SGDParams, zeroGrads bool)
 }
 
@@ -90,7 +130,9 @@ type ParamStep struct {
 // BatchNormReLUKernels is implemented by devices that fuse a training
 // batch norm with the ReLU after it (the CPU backend's, and the meta
 // backend's, which accounts what a CPU run holds). Layers test for it
-// and otherwise run the two kernels apart; the results are the same.
+// and otherwise run the two kernels apart, and keep both outputs; the
+// results are the same. The functions BatchNormReLUTrain and
+// BatchNormReLUBackward run the pair on any device.
 type BatchNormReLUKernels interface {
 	// BatchNormReLUTrain is BatchNormTrain with y = max(y, 0) after.
 	BatchNormReLUTrain(x, gamma, beta, y, runMean, runVar, saveMean, saveInvStd *Tensor, p BatchNormParams)

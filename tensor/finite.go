@@ -57,10 +57,25 @@ func FirstNonFiniteOf(ts []*Tensor) (tensor, index int) {
 	if len(ts) == 0 {
 		return -1, -1
 	}
-	dev := ts[0].Device()
-	if s, ok := dev.(FiniteScreener); ok && sameDevice(ts, dev) {
+	if dev := ts[0].Device(); sameDevice(ts, dev) {
+		return FirstNonFiniteOn(dev, ts)
+	}
+	return firstNonFiniteOnHost(ts)
+}
+
+// FirstNonFiniteOn is FirstNonFiniteOf for tensors that all lie on dev:
+// dev screens them where it is a FiniteScreener, else they are screened
+// tensor by tensor on host copies.
+func FirstNonFiniteOn(dev Device, ts []*Tensor) (tensor, index int) {
+	if s, ok := dev.(FiniteScreener); ok {
 		return s.FirstNonFiniteOf(ts)
 	}
+	return firstNonFiniteOnHost(ts)
+}
+
+// firstNonFiniteOnHost is FirstNonFiniteOf on host copies of ts, one
+// tensor at a time.
+func firstNonFiniteOnHost(ts []*Tensor) (tensor, index int) {
 	for k, t := range ts {
 		if i := FirstNonFiniteIn(ToHost(t)); i >= 0 {
 			return k, i

@@ -2,11 +2,13 @@ package tensor
 
 import "fmt"
 
-// Kernels are the operations the model zoo needs. Every kernel checks its
-// arguments' shapes and panics on a mismatch (a programming error). Outputs
-// are overwritten, except parameter gradients, which are accumulated (as
-// torch accumulates .grad until zero_grad). Shapes below use N batch, C
-// channels, H×W spatial size.
+// Kernels are the operations every backend implements: the model zoo's
+// layers, and the elementwise operations from which the fallbacks of the
+// optional kernel families (capability.go) are composed. Every kernel
+// checks its arguments' shapes and panics on a mismatch (a programming
+// error). Outputs are overwritten, except parameter gradients, which are
+// accumulated (as torch accumulates .grad until zero_grad). Shapes below
+// use N batch, C channels, H×W spatial size.
 type Kernels interface {
 	// Fill sets every element of t to v.
 	Fill(t *Tensor, v float32)
@@ -100,12 +102,6 @@ type Kernels interface {
 	// and, unless dlogits is nil, sets dlogits = scale·(softmax − onehot).
 	// The sum is accumulated in float64.
 	SoftmaxCrossEntropy(logits *Tensor, labels []int32, dlogits *Tensor, scale float32) float64
-
-	// SGDStep applies one step of torch.optim.SGD to w with gradient g and
-	// momentum buffer buf (nil when Momentum is 0): d = g + WeightDecay·w;
-	// buf = d on the first step, else Momentum·buf + (1 − Dampening)·d; d
-	// = d + Momentum·buf if Nesterov, else buf; w −= LR·d.
-	SGDStep(w, g, buf *Tensor, p SGDParams, first bool)
 }
 
 // Conv2DParams are a convolution's strides and zero padding.

@@ -11,6 +11,8 @@ import (
 // (256 Ki values, about 0.1 ms).
 const finiteGrain = 256
 
+var _ tensor.FiniteScreener = (*Device)(nil)
+
 // FirstNonFiniteOf implements tensor.FiniteScreener: the position in ts
 // of the first tensor that holds a NaN or an infinity and the index of
 // its first such value, or −1, −1. The tensors are screened in place by

@@ -6,11 +6,17 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// SGDStep applies one step of torch.optim.SGD (torch 1.13's
-// _single_tensor_sgd) to w: d = g + WeightDecay·w; with momentum, buf = d
-// on the first step, else Momentum·buf + (1 − Dampening)·d, and d = d +
-// Momentum·buf with Nesterov, else buf; w −= LR·d. buf is not used, and
-// may be nil, when Momentum is 0.
+var (
+	_ tensor.SGDStepper = (*Device)(nil)
+	_ tensor.SGDBatcher = (*Device)(nil)
+)
+
+// SGDStep implements tensor.SGDStepper: it applies one step of
+// torch.optim.SGD (torch 1.13's _single_tensor_sgd) to w: d = g +
+// WeightDecay·w; with momentum, buf = d on the first step, else
+// Momentum·buf + (1 − Dampening)·d, and d = d + Momentum·buf with
+// Nesterov, else buf; w −= LR·d. buf is not used, and may be nil, when
+// Momentum is 0.
 func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {
 	wd, gd, bd := d.sgdData(w, g, buf, p)
 	d.pool.parallel(len(wd), elementGrain, func(lo, hi int) {

@@ -47,6 +47,7 @@ type Device struct {
 var (
 	_ tensor.Device      = (*Device)(nil)
 	_ tensor.Accelerator = (*Device)(nil)
+	_ tensor.SGDStepper  = (*Device)(nil)
 )
 
 // New returns a device that works through drv: backend is the name its

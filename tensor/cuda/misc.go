@@ -123,8 +123,8 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 	return total
 }
 
-// SGDStep applies one step of torch.optim.SGD to w with gradient g and
-// momentum buffer buf (pc_sgd). buf is not used, and may be nil, when
+// SGDStep implements tensor.SGDStepper: it applies one step of
+// torch.optim.SGD to w with gradient g and momentum buffer buf (pc_sgd). buf is not used, and may be nil, when
 // Momentum is 0.
 func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {
 	const op = "sgd step"

@@ -29,6 +29,7 @@ var (
 	_ tensor.SymbolicDevice = (*Device)(nil)
 
 	_ tensor.BatchNormReLUKernels = (*Device)(nil)
+	_ tensor.SGDStepper           = (*Device)(nil)
 )
 
 // New returns a meta device standing in for one thread.

@@ -48,7 +48,9 @@ func (d *Device) DropoutForward(x, y *tensor.Tensor, p float32, key tensor.Dropo
 // DropoutBackward does nothing.
 func (d *Device) DropoutBackward(dy, dx *tensor.Tensor, p float32, key tensor.DropoutKey) {}
 
-// SGDStep does nothing.
+// SGDStep implements tensor.SGDStepper and does nothing: as the CPU
+// backend's kernel, it holds no workspace, where the composed fallback
+// would account a temporary.
 func (d *Device) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, first bool) {}
 
 // MaxPool2DForward does nothing.

@@ -13,7 +13,26 @@ import (
 // initialises the momentum buffer, and several that use it.
 const sgdSteps = 5
 
+// testSGD checks tensor.SGDStep and tensor.SGDSteps along each route
+// (capability.go): the device's kernels where it has them, and always
+// the fallbacks composed from Kernels.
 func testSGD(t *testing.T, dev tensor.Device) {
+	_, stepper := dev.(tensor.SGDStepper)
+	for _, r := range routes(dev, stepper) {
+		t.Run(r.name, func(t *testing.T) { testSGDStep(t, r.dev) })
+	}
+	_, batcher := dev.(tensor.SGDBatcher)
+	for _, r := range routes(dev, batcher) {
+		for _, p := range sgdConfigs() {
+			t.Run(fmt.Sprintf("batched/%s/%+v", r.name, p), func(t *testing.T) { testSGDSteps(t, r.dev, p) })
+		}
+	}
+}
+
+// sgdConfigs returns the hyper-parameters the SGD tests step with: every
+// combination torch accepts of momentum, dampening, weight decay and
+// Nesterov, and one with a large weight decay.
+func sgdConfigs() []tensor.SGDParams {
 	var configs []tensor.SGDParams
 	for _, momentum := range []float32{0, 0.9} {
 		for _, dampening := range []float32{0, 0.1} {
@@ -32,9 +51,14 @@ func testSGD(t *testing.T, dev tensor.Device) {
 	}
 	// A weight decay large enough that a misapplied term shows at any
 	// size of the gradient.
-	configs = append(configs, tensor.SGDParams{LR: 0.05, Momentum: 0.5, Dampening: 0.3, WeightDecay: 0.2})
+	return append(configs, tensor.SGDParams{LR: 0.05, Momentum: 0.5, Dampening: 0.3, WeightDecay: 0.2})
+}
+
+// testSGDStep checks tensor.SGDStep on dev against the float64 reference
+// over sgdSteps steps, and by hand, and that bad arguments panic.
+func testSGDStep(t *testing.T, dev tensor.Device) {
 	rng := newRand(9)
-	for _, p := range configs {
+	for _, p := range sgdConfigs() {
 		for _, n := range elementwiseSizes {
 			t.Run(fmt.Sprintf("%+v/n=%d", p, n), func(t *testing.T) {
 				w0 := randSlice(rng, n)
@@ -55,7 +79,7 @@ func testSGD(t *testing.T, dev tensor.Device) {
 				for step := range sgdSteps {
 					gs := randSlice(rng, n)
 					g := upload(dev, tensor.Gradients, tensor.Shape{n}, gs)
-					dev.SGDStep(w.T, g, bufT, p, step == 0)
+					tensor.SGDStep(dev, w.T, g, bufT, p, step == 0)
 					g.Release()
 					reference.SGDStep(wantW, widen(gs), wantBuf, p, step == 0)
 					what := fmt.Sprintf("step %d: w", step)
@@ -69,11 +93,6 @@ func testSGD(t *testing.T, dev tensor.Device) {
 		}
 	}
 	t.Run("by hand", func(t *testing.T) { testSGDByHand(t, dev) })
-	if b, ok := dev.(tensor.SGDBatcher); ok {
-		for _, p := range configs {
-			t.Run(fmt.Sprintf("batched/%+v", p), func(t *testing.T) { testSGDSteps(t, dev, b, p) })
-		}
-	}
 
 	w := dev.Alloc(tensor.Weights, 4)
 	g := dev.Alloc(tensor.Gradients, 4)
@@ -82,11 +101,11 @@ func testSGD(t *testing.T, dev tensor.Device) {
 	defer g.Release()
 	defer b.Release()
 	checkKernelPanics(t, "SGDStep with momentum and no buffer",
-		func() { dev.SGDStep(w, g, nil, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
+		func() { tensor.SGDStep(dev, w, g, nil, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
 	checkKernelPanics(t, "SGDStep with a buffer of another shape",
-		func() { dev.SGDStep(w, g, b, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
+		func() { tensor.SGDStep(dev, w, g, b, tensor.SGDParams{LR: 1, Momentum: 0.9}, true) })
 	checkKernelPanics(t, "SGDStep with a gradient of another shape",
-		func() { dev.SGDStep(w, b, nil, tensor.SGDParams{LR: 1}, true) })
+		func() { tensor.SGDStep(dev, w, b, nil, tensor.SGDParams{LR: 1}, true) })
 }
 
 // testSGDByHand checks two steps worked out from torch.optim.SGD's
@@ -118,7 +137,7 @@ func testSGDByHand(t *testing.T, dev tensor.Device) {
 		g := upload(dev, tensor.Gradients, tensor.Shape{1}, []float32{0.5})
 		buf := dev.Alloc(tensor.Optimizer, 1)
 		for step := range 2 {
-			dev.SGDStep(w, g, buf, tc.p, step == 0)
+			tensor.SGDStep(dev, w, g, buf, tc.p, step == 0)
 		}
 		compare(t, tc.name+": w", tensor.ToHost(w), []float64{tc.wantW}, 0, 0)
 		compare(t, tc.name+": buf", tensor.ToHost(buf), []float64{tc.wantBuf}, 0, 0)
@@ -128,11 +147,12 @@ func testSGDByHand(t *testing.T, dev tensor.Device) {
 	}
 }
 
-// testSGDSteps checks a batched step of parameters of many sizes (with
+// testSGDSteps checks tensor.SGDSteps on parameters of many sizes (with
 // and without zeroing the gradients, first steps and later ones mixed)
-// against SGDStep and Fill on each, value for value: the batch must do
-// the same float32 operations, only spread differently over threads.
-func testSGDSteps(t *testing.T, dev tensor.Device, b tensor.SGDBatcher, p tensor.SGDParams) {
+// against tensor.SGDStep and Fill on each, value for value: the batch
+// must do the same float32 operations, only spread differently over
+// threads.
+func testSGDSteps(t *testing.T, dev tensor.Device, p tensor.SGDParams) {
 	rng := newRand(11)
 	sizes := append([]int{1, 3}, elementwiseSizes...)
 	sizes = append(sizes, 70001, 5)
@@ -171,12 +191,12 @@ func testSGDSteps(t *testing.T, dev tensor.Device, b tensor.SGDBatcher, p tensor
 					continue
 				}
 				steps = append(steps, tensor.ParamStep{W: batch.w[i], G: batch.g[i], Buf: batch.buf[i], First: first})
-				dev.SGDStep(each.w[i], each.g[i], each.buf[i], p, first)
+				tensor.SGDStep(dev, each.w[i], each.g[i], each.buf[i], p, first)
 				if zero {
 					dev.Fill(each.g[i], 0)
 				}
 			}
-			b.SGDSteps(steps, p, zero)
+			tensor.SGDSteps(dev, steps, p, zero)
 			for i := range sizes {
 				what := fmt.Sprintf("step %d, zero %v, parameter %d (%d values)", step, zero, i, sizes[i])
 				sameBits(t, what+": w", tensor.ToHost(batch.w[i]), tensor.ToHost(each.w[i]))

@@ -29,6 +29,7 @@ func Run(t *testing.T, newDevice Factory) {
 		{"Linear", testLinear},
 		{"Conv2D", testConv2D},
 		{"BatchNorm", testBatchNorm},
+		{"BatchNormReLU", testBatchNormReLU},
 		{"ReLU", testReLU},
 		{"MaxPool2D", testMaxPool2D},
 		{"AvgPool2D", testAvgPool2D},
@@ -37,6 +38,7 @@ func Run(t *testing.T, newDevice Factory) {
 		{"Dropout", testDropout},
 		{"SoftmaxCrossEntropy", testSoftmaxCrossEntropy},
 		{"SGD", testSGD},
+		{"FiniteScreen", testFiniteScreen},
 	}
 	for _, threads := range threadCounts {
 		for _, tc := range tests {

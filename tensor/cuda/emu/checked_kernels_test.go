@@ -294,6 +294,6 @@ func (d *checkedDevice) SGDStep(w, g, buf *tensor.Tensor, p tensor.SGDParams, fi
 	}
 	d.run(launch{op: "SGDStep", args: args, outs: []int{0, 2},
 		gpu:   func() { d.Device.SGDStep(w, g, buf, p, first) },
-		cpu:   func(c []*tensor.Tensor) { d.cpu.SGDStep(c[0], c[1], c[2], p, first) },
+		cpu:   func(c []*tensor.Tensor) { tensor.SGDStep(d.cpu, c[0], c[1], c[2], p, first) },
 		bound: bound})
 }
