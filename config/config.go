@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
@@ -120,33 +119,5 @@ func (c Config) Oversubscribed() bool {
 func (c Config) String() string {
 	s := c.Schedule
 	name := s.Label()
-	size := ""
-	if c.ModelConfig.Image > 0 {
-		size += fmt.Sprintf(" %dpx", c.ModelConfig.Image)
-	}
-	if c.ModelConfig.Width != 1 {
-		size += " ×" + strconv.FormatFloat(c.ModelConfig.Width, 'g', -1, 64)
-	}
-	return fmt.Sprintf("%s%s %s K=%d M=%d B=%d", c.Model, size, name, s.Devices, s.Micro, c.Batch)
-}
-
-// SizedModel is the zoo configuration of model a at an input size (0:
-// the model's default), classes (0: the default) and width: a model that
-// takes flat vectors (the mlp) ignores the image size.
-func SizedModel(a models.Arch, image, classes int, width float64) models.Config {
-	cfg := models.Config{Classes: classes, Width: width}
-	if a.DefaultImage > 0 {
-		cfg.Image = image
-	}
-	return cfg
-}
-
-// ImageTooSmall says why model a cannot take inputs of image×image
-// pixels, or "" when it can (0 is the model's default; a model of flat
-// vectors takes any).
-func ImageTooSmall(a models.Arch, image int) string {
-	if a.DefaultImage == 0 || image == 0 || image >= a.MinImage {
-		return ""
-	}
-	return fmt.Sprintf("input %d×%d is below the smallest %s accepts, %d×%d", image, image, a.Name, a.MinImage, a.MinImage)
+	return fmt.Sprintf("%s %s K=%d M=%d B=%d", c.ModelConfig.Record().Label(c.Model), name, s.Devices, s.Micro, c.Batch)
 }

@@ -14,7 +14,7 @@ import (
 // run, and the options only the chosen schedule uses.
 func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.RunConfig {
 	rc := profiler.RunConfig{
-		Model: c.Model, Image: sized.Image, Classes: sized.Classes, Width: sized.Width, Batch: c.Batch,
+		Model: c.Model, SizeRecord: sized.Record(), Batch: c.Batch,
 		RecordOptions: c.Schedule.Record(),
 		Balance:       string(c.Balance), Threads: c.Threads,
 		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
@@ -50,7 +50,7 @@ func FromRecord(r *profiler.Record) (Config, error) {
 	}
 	cfg := Config{
 		Model:       c.Model,
-		ModelConfig: models.Config{Image: c.Image, Classes: c.Classes, Width: c.Width},
+		ModelConfig: c.SizeRecord.Config(),
 		Batch:       c.Batch,
 		Schedule:    opts,
 		Balance:     Balance(c.Balance),

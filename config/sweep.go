@@ -178,7 +178,7 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 		for _, image := range s.Images {
 			for _, classes := range s.Classes {
 				for _, width := range s.Widths {
-					for _, cfg := range s.combinations(name, SizedModel(a, image, classes, width)) {
+					for _, cfg := range s.combinations(name, a.Sized(image, classes, width)) {
 						var inv *InvalidError
 						switch err := cfg.Validate(); {
 						case errors.As(err, &inv) && inv.Rule.Misfit():

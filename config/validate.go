@@ -69,7 +69,7 @@ func (c Config) Validate() error {
 	if err != nil {
 		return &InvalidError{Rule: RuleModel, Field: "model", Value: c.Model, Reason: err.Error(), Err: err}
 	}
-	if why := ImageTooSmall(a, c.ModelConfig.Image); why != "" {
+	if why := a.CheckSize(c.ModelConfig); why != "" {
 		return invalid(RuleImage, "image", c.ModelConfig.Image, "%s", why)
 	}
 	s := c.Schedule

@@ -242,7 +242,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 		return 0, fmt.Errorf("baseline: %w", err)
 	}
 	k := Key{
-		Model: cfg.Model, Image: costs.config.Image, Classes: costs.config.Classes, Width: costs.config.Width,
+		Model: cfg.Model, SizeRecord: costs.config.Record(),
 		Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport),
 	}
 	f, ok := b.fits[k]

@@ -42,13 +42,11 @@ func baselineRecord(t *testing.T, desc *models.Model, k, m, b int, sched string)
 		ID: "r", Kind: profiler.KindMeasured, Env: profiler.Environment{Backend: "cpu"},
 		Config: profiler.RunConfig{
 			Model:         "mlp",
-			Image:         desc.Config.Image,
-			Classes:       desc.Config.Classes,
-			Width:         desc.Config.Width,
 			Batch:         b,
 			Balance:       "macs",
 			Threads:       1,
 			RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: sched},
+			SizeRecord:    models.SizeRecord{Image: desc.Config.Image, Classes: desc.Config.Classes, Width: desc.Config.Width},
 		},
 	}
 	var stageMax float64

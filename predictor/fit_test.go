@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pipecast/pipecast/models"
 	"maps"
 	"math"
 	"slices"
@@ -86,13 +87,11 @@ func synthRecord(costs synthCosts, threads, k, m int, recompute, coop bool) prof
 		Env: profiler.Environment{Backend: "cpu", Calibration: &profiler.Calibration{}},
 		Config: profiler.RunConfig{
 			Model:         "synth",
-			Image:         8,
-			Classes:       10,
-			Width:         1,
 			Batch:         batch,
 			Threads:       threads,
 			Steps:         3,
 			RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: "gpipe"},
+			SizeRecord:    models.SizeRecord{Image: 8, Classes: 10, Width: 1},
 		},
 		Steps: []profiler.Step{{Step: 1, WallNanos: 100}, {Step: 2, WallNanos: 110}, {Step: 3, WallNanos: 90}},
 	}

@@ -1,8 +1,12 @@
 package predictor
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 )
 
@@ -11,10 +15,9 @@ import (
 // forecasts other device counts, micro-batch counts, batches and
 // schedules of the same key, never another key.
 type Key struct {
-	Model   string
-	Image   int
-	Classes int
-	Width   float64
+	Model string
+	// SizeRecord is the model's size, its family's fields.
+	models.SizeRecord
 	Backend string
 	Threads int
 	// Transport is the records' transport, "" for in-process (see
@@ -34,15 +37,14 @@ func KeyTransport(transport string) string {
 // KeyOf returns the key of a record.
 func KeyOf(r *profiler.Record) Key {
 	return Key{
-		Model: r.Config.Model, Image: r.Config.Image, Classes: r.Config.Classes, Width: r.Config.Width,
+		Model: r.Config.Model, SizeRecord: r.Config.SizeRecord,
 		Backend: r.Env.Backend, Threads: r.Config.Threads, Transport: KeyTransport(profiler.TransportOf(&r.Env)),
 	}
 }
 
 // String formats the key for messages.
 func (k Key) String() string {
-	s := fmt.Sprintf("%s (image %d, %d classes, width %g) on %s with %d thread(s) per device",
-		k.Model, k.Image, k.Classes, k.Width, k.Backend, k.Threads)
+	s := fmt.Sprintf("%s (%s) on %s with %d thread(s) per device", k.Model, k.SizeRecord.Describe(), k.Backend, k.Threads)
 	if k.Transport != "" {
 		s += ", one process per device over " + k.Transport
 	}
@@ -92,4 +94,41 @@ type FitReport struct {
 	Variable string // "samples", "bytes", "params"
 	Unit     string // "ns"
 	Line     Line
+}
+
+// MarshalJSON writes the key as one flat object under the fields' Go
+// names in their order, the size's fields in its place ({"Model": …,
+// "Image": …, "Classes": …, "Width": …, "Backend": …}), as reports of
+// validation have always shown it.
+func (k Key) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	field := func(name string, v any) error {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		j, err := json.Marshal(v)
+		fmt.Fprintf(&b, "%q:%s", name, j)
+		return err
+	}
+	if err := field("Model", k.Model); err != nil {
+		return nil, err
+	}
+	size := reflect.ValueOf(k.SizeRecord)
+	for i := range size.NumField() {
+		if err := field(size.Type().Field(i).Name, size.Field(i).Interface()); err != nil {
+			return nil, err
+		}
+	}
+	if err := field("Backend", k.Backend); err != nil {
+		return nil, err
+	}
+	if err := field("Threads", k.Threads); err != nil {
+		return nil, err
+	}
+	if k.Transport != "" {
+		if err := field("Transport", k.Transport); err != nil {
+			return nil, err
+		}
+	}
+	return []byte("{" + b.String() + "}"), nil
 }

@@ -98,8 +98,7 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := Key{Model: cfg.Model, Image: model.Config.Image, Classes: model.Config.Classes,
-		Width: model.Config.Width, Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport)}
+	want := Key{Model: cfg.Model, SizeRecord: model.Config.Record(), Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport)}
 	if want != c.Key {
 		return nil, fmt.Errorf("%s: the cost model describes %s", want, c.Key)
 	}

@@ -26,7 +26,7 @@ func uniformModel(fwd float64) *CostModel {
 		panic(err)
 	}
 	c := &CostModel{
-		Key:      Key{Model: "resnet50", Image: 32, Classes: 10, Width: 0.125, Backend: "cpu", Threads: 1},
+		Key:      Key{Model: "resnet50", Backend: "cpu", Threads: 1, SizeRecord: models.SizeRecord{Image: 32, Classes: 10, Width: 0.125}},
 		blocks:   make([]blockFit, len(m.Blocks)),
 		transfer: map[string]Line{},
 		overhead: map[string]float64{},

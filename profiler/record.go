@@ -1,6 +1,9 @@
 package profiler
 
-import "github.com/pipecast/pipecast/schedule"
+import (
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/schedule"
+)
 
 // SchemaVersion is the version of the run-record schema this package
 // writes; readers accept records of this version only. docs/run-record.md
@@ -184,11 +187,10 @@ type TransferSample struct {
 
 // RunConfig is what was run.
 type RunConfig struct {
-	Model   string  `json:"model"`
-	Image   int     `json:"image"`
-	Classes int     `json:"classes"`
-	Width   float64 `json:"width"`
-	Batch   int     `json:"batch"`
+	Model string `json:"model"`
+	// SizeRecord is the model's size as built, its family's fields.
+	models.SizeRecord
+	Batch int `json:"batch"`
 	// RecordOptions are the schedule's: K, M, its name and the options
 	// it uses.
 	schedule.RecordOptions

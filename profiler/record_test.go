@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"fmt"
+	"github.com/pipecast/pipecast/models"
 
 	"github.com/pipecast/pipecast/schedule"
 )
@@ -35,9 +36,6 @@ func testRecord(id string, events int) Record {
 		},
 		Config: RunConfig{
 			Model:         "mlp",
-			Image:         32,
-			Classes:       10,
-			Width:         0.25,
 			Batch:         8,
 			Balance:       "time",
 			Threads:       2,
@@ -49,6 +47,7 @@ func testRecord(id string, events int) Record {
 			Momentum:      0.9,
 			WeightDecay:   5e-4,
 			RecordOptions: schedule.RecordOptions{Devices: 2, Micro: 4, Schedule: "gpipe", Checkpoint: "except-last", Prefetch: 1},
+			SizeRecord:    models.SizeRecord{Image: 32, Classes: 10, Width: 0.25},
 		},
 		Partition: []Stage{
 			{Device: 0, FirstBlock: 0, EndBlock: 2, Blocks: []string{"fc1", "relu1"}, Params: 393344, MACsPerSample: 393216, ActivationBytesPerSample: 4096},

@@ -1,31 +1,16 @@
 package reports
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 
-	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/schedule"
 )
 
 // ModelLabel names a run's model for people, adding the input size and
 // width where they differ from the zoo's defaults: "resnet50 32px ×0.25".
-func ModelLabel(c profiler.RunConfig) string {
-	label := c.Model
-	if a, err := models.LookupArch(c.Model); err == nil {
-		if a.DefaultImage > 0 && c.Image > 0 && c.Image != a.DefaultImage {
-			label += fmt.Sprintf(" %dpx", c.Image)
-		}
-	} else if c.Image > 0 {
-		label += fmt.Sprintf(" %dpx", c.Image)
-	}
-	if c.Width > 0 && c.Width != 1 {
-		label += " ×" + strconv.FormatFloat(c.Width, 'g', -1, 64)
-	}
-	return label
-}
+func ModelLabel(c profiler.RunConfig) string { return c.SizeRecord.Label(c.Model) }
 
 // ScheduleLabel names a run's schedule with the option that shapes it:
 // "gpipe (except-last)", "coop (d=2)", "interleaved (v=2)", "1f1b".

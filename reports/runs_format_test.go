@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 	"testing"
 
@@ -14,13 +15,13 @@ func TestRunsLabels(t *testing.T) {
 		model string
 		sched string
 	}{
-		{name: "defaults", cfg: profiler.RunConfig{Model: "resnet50", Image: 224, Width: 1, RecordOptions: schedule.RecordOptions{Schedule: "1f1b"}},
+		{name: "defaults", cfg: profiler.RunConfig{Model: "resnet50", RecordOptions: schedule.RecordOptions{Schedule: "1f1b"}, SizeRecord: models.SizeRecord{Image: 224, Width: 1}},
 			model: "resnet50", sched: "1f1b"},
-		{name: "image and width", cfg: profiler.RunConfig{Model: "resnet50", Image: 32, Width: 0.25, RecordOptions: schedule.RecordOptions{Schedule: "gpipe", Checkpoint: "never"}},
+		{name: "image and width", cfg: profiler.RunConfig{Model: "resnet50", RecordOptions: schedule.RecordOptions{Schedule: "gpipe", Checkpoint: "never"}, SizeRecord: models.SizeRecord{Image: 32, Width: 0.25}},
 			model: "resnet50 32px ×0.25", sched: "gpipe (never)"},
-		{name: "mlp has no image", cfg: profiler.RunConfig{Model: "mlp", Width: 1, RecordOptions: schedule.RecordOptions{Schedule: "coop", Prefetch: 2}},
+		{name: "mlp has no image", cfg: profiler.RunConfig{Model: "mlp", RecordOptions: schedule.RecordOptions{Schedule: "coop", Prefetch: 2}, SizeRecord: models.SizeRecord{Width: 1}},
 			model: "mlp", sched: "coop (d=2)"},
-		{name: "single", cfg: profiler.RunConfig{Model: "vgg16", Image: 224, Width: 0.5, RecordOptions: schedule.RecordOptions{Schedule: "single"}},
+		{name: "single", cfg: profiler.RunConfig{Model: "vgg16", RecordOptions: schedule.RecordOptions{Schedule: "single"}, SizeRecord: models.SizeRecord{Image: 224, Width: 0.5}},
 			model: "vgg16 ×0.5", sched: "single"},
 	}
 	for _, tc := range tests {

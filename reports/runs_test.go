@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
@@ -14,9 +15,6 @@ import (
 func runsRecord(id, sched, checkpoint string, prefetch, k, m int, stepMs int64, peak int64) profiler.Record {
 	cfg := profiler.RunConfig{
 		Model:         "resnet50",
-		Image:         32,
-		Classes:       10,
-		Width:         0.25,
 		Batch:         16,
 		Balance:       "macs",
 		Threads:       1,
@@ -28,6 +26,7 @@ func runsRecord(id, sched, checkpoint string, prefetch, k, m int, stepMs int64, 
 		Momentum:      0.9,
 		WeightDecay:   1e-4,
 		RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: sched, Checkpoint: checkpoint, Prefetch: prefetch},
+		SizeRecord:    models.SizeRecord{Image: 32, Classes: 10, Width: 0.25},
 	}
 	r := profiler.Record{
 		Schema: profiler.SchemaVersion, Kind: profiler.KindMeasured, ID: id, CreatedUTC: "2025-01-02T03:04:05Z",

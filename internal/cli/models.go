@@ -46,11 +46,11 @@ func (s ModelSize) validate() error {
 
 // config is the zoo configuration of model a at these sizes.
 func (s ModelSize) config(a models.Arch) models.Config {
-	return config.SizedModel(a, s.Image, s.Classes, s.Width)
+	return a.Sized(s.Image, s.Classes, s.Width)
 }
 
 // tooSmall says why a cannot take the --image size, or "" when it can.
-func (s ModelSize) tooSmall(a models.Arch) string { return config.ImageTooSmall(a, s.Image) }
+func (s ModelSize) tooSmall(a models.Arch) string { return a.CheckSize(s.config(a)) }
 
 // describe returns the model's structure and costs on the meta device:
 // instant, and without allocating its parameters.

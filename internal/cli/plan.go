@@ -211,7 +211,7 @@ func (o *PlanOptions) base(threads int) config.Config {
 		threads = config.DefaultThreads(o.Devices)
 	}
 	return config.Config{
-		Model: o.Model, ModelConfig: config.SizedModel(a, o.Image, o.Classes, o.Width), Batch: o.Batch,
+		Model: o.Model, ModelConfig: a.Sized(o.Image, o.Classes, o.Width), Batch: o.Batch,
 		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
 		Threads: threads, Dataset: "synthetic", Seed: 1, SGD: config.DefaultSGD(),
 	}
@@ -308,7 +308,7 @@ func planTitle(base config.Config, n int, timed bool) string {
 	if timed {
 		what = "peak memory and forecast step time"
 	}
-	label := reports.ModelLabel(profiler.RunConfig{Model: base.Model, Image: base.ModelConfig.Image, Width: base.ModelConfig.Width})
+	label := reports.ModelLabel(profiler.RunConfig{Model: base.Model, SizeRecord: base.ModelConfig.Record()})
 	return fmt.Sprintf("pipecast plan: %s, batch %d on %d device(s) of %d thread(s): %d configurations by %s",
 		label, base.Batch, base.Schedule.Devices, base.Threads, n, what)
 }

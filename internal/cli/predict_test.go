@@ -350,7 +350,7 @@ func TestPredictOutThenReport(t *testing.T) {
 // TestPredictValidateGolden renders a fixed validation in every format:
 // the numbers are the predictor's to test, the layout is the command's.
 func TestPredictValidateGolden(t *testing.T) {
-	key := predictor.Key{Model: "mlp", Classes: 10, Width: 0.25, Backend: "cpu", Threads: 1}
+	key := predictor.Key{Model: "mlp", Backend: "cpu", Threads: 1, SizeRecord: models.SizeRecord{Classes: 10, Width: 0.25}}
 	v := &predictor.Validation{
 		Holdout: predictor.HoldoutRandom, Seed: 3,
 		Rows: []predictor.ValidationRow{
