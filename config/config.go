@@ -36,8 +36,10 @@ type Config struct {
 	// Seed determines the initial weights, the data order and the dropout
 	// masks.
 	Seed uint64
-	// SGD is the optimizer's hyper-parameters.
-	SGD tensor.SGDParams
+	// Optimizer names the optimizer (models.OptimizerNames;
+	// models.DefaultOptimizer when empty); SGD holds its hyper-parameters.
+	Optimizer string
+	SGD       tensor.SGDParams
 	// Straggler, when its Factor exceeds 1, slows one device's compute:
 	// every compute op of device Straggler.Device takes Factor times as
 	// long (the worker sleeps after the op's work for the difference).
@@ -88,11 +90,17 @@ func (c Config) WithDefaults() Config {
 	if c.Dataset == "" {
 		c.Dataset = "synthetic"
 	}
+	if c.Optimizer == "" {
+		c.Optimizer = models.DefaultOptimizer
+	}
 	if c.SGD == (tensor.SGDParams{}) {
 		c.SGD = DefaultSGD()
 	}
 	return c
 }
+
+// Hyper returns the optimizer's hyper-parameters.
+func (c Config) Hyper() models.Hyper { return models.Hyper{SGD: c.SGD} }
 
 // Stages returns the number of stages the model is cut into (see
 // schedule.Options.Stages).

@@ -296,3 +296,28 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("1f1b recorded virtual_stages %d, want it omitted", rc.Virtual)
 	}
 }
+
+// TestOptimizerByName checks that a configuration names its optimizer,
+// SGD by default, and that a sweep and a configuration refuse a name the
+// models do not know.
+func TestOptimizerByName(t *testing.T) {
+	c := Config{Model: "mlp", Batch: 4}.WithDefaults()
+	if c.Optimizer != models.DefaultOptimizer {
+		t.Errorf("default optimizer %q, want %q", c.Optimizer, models.DefaultOptimizer)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	c.Optimizer = "lion"
+	var inv *InvalidError
+	if err := c.Validate(); !errors.As(err, &inv) || inv.Rule != RuleOptimizer {
+		t.Errorf("Validate with optimizer lion: %v, want a RuleOptimizer error", err)
+	}
+	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1}, Batches: []int{4},
+		Devices: []int{1}, Micro: []int{1}, Schedules: []string{"gpipe"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
+		Balance: BalanceMACs, Backend: "cpu", Optimizer: "lion"}
+	var fe *FieldError
+	if err := s.Check(); !errors.As(err, &fe) || fe.Field != "optimizer" {
+		t.Errorf("Sweep.Check with optimizer lion: %v, want a FieldError on optimizer", err)
+	}
+}

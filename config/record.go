@@ -20,6 +20,9 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
 		LR: decimal(c.SGD.LR), Momentum: decimal(c.SGD.Momentum), WeightDecay: decimal(c.SGD.WeightDecay),
 	}
+	if c.Optimizer != models.DefaultOptimizer {
+		rc.Optimizer = c.Optimizer
+	}
 	if c.Straggler.Active() {
 		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
 	}
@@ -59,6 +62,7 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		Threads:     c.Threads,
 		Dataset:     c.Dataset,
 		Seed:        c.Seed,
+		Optimizer:   c.Optimizer,
 		SGD:         tensor.SGDParams{LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay)},
 	}
 	if c.StragglerFactor > 1 {

@@ -38,6 +38,9 @@ type Sweep struct {
 	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
 	Backend   string
 	Transport string // "": in-process
+	// Optimizer names the optimizer of every configuration ("":
+	// models.DefaultOptimizer).
+	Optimizer string
 	// LR is the optimizer's learning rate (0: DefaultSGD's); momentum
 	// and weight decay are DefaultSGD's.
 	LR float64
@@ -110,6 +113,10 @@ func (s Sweep) Check() error {
 	}
 	if _, err := ParseBalance(string(s.Balance)); err != nil {
 		return &FieldError{Field: "balance", Value: fmt.Sprintf("%q", s.Balance), Reason: "unknown cost (want params, macs or time)"}
+	}
+	if s.Optimizer != "" && !slices.Contains(models.OptimizerNames(), s.Optimizer) {
+		return &FieldError{Field: "optimizer", Value: fmt.Sprintf("%q", s.Optimizer),
+			Reason: "unknown optimizer (want " + strings.Join(models.OptimizerNames(), ", ") + ")"}
 	}
 	if s.LR < 0 || math.IsNaN(s.LR) || math.IsInf(s.LR, 0) {
 		return &FieldError{Field: "lr", Value: fmt.Sprint(s.LR), Reason: "must be a positive number (or 0 for the default)"}
@@ -235,7 +242,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 					}
 					for _, opts := range variants.Of(name) {
 						opts.Devices, opts.Micro = k, m
-						out = append(out, Config{SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
+						out = append(out, Config{Optimizer: s.Optimizer, SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
 							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 							Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
 						})

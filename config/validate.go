@@ -28,6 +28,7 @@ const (
 	RuleTransport             // the transport is one the runner knows
 	RuleThreads               // the devices' threads fit what the Go runtime and the system allow
 	RuleInjection             // an injected straggler or failure names a device of the run
+	RuleOptimizer             // the optimizer is one the models know
 )
 
 // Misfit reports whether the rule is one a sweep's combination of values
@@ -119,6 +120,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Transport; t != profiler.TransportInProcess && t != profiler.TransportMPI {
 		return invalid(RuleTransport, "transport", t, "transport %q: want %s or %s", t, profiler.TransportInProcess, profiler.TransportMPI)
+	}
+	if _, err := models.NewOptimizer(c.Optimizer, c.Hyper()); err != nil {
+		return &InvalidError{Rule: RuleOptimizer, Field: "optimizer", Value: c.Optimizer, Reason: err.Error(), Err: err}
 	}
 	return nil
 }

@@ -38,6 +38,11 @@ type Hyper struct {
 	SGD tensor.SGDParams
 }
 
+// DefaultOptimizer is the optimizer of runs that name none, and of
+// records that name none: every run before optimizers had names trained
+// with SGD.
+const DefaultOptimizer = "sgd"
+
 // optimizers are the constructors NewOptimizer knows, by name.
 var optimizers = map[string]func(Hyper) Optimizer{
 	"sgd": func(h Hyper) Optimizer { return NewSGD(h.SGD) },

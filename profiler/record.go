@@ -194,12 +194,16 @@ type RunConfig struct {
 	// RecordOptions are the schedule's: K, M, its name and the options
 	// it uses.
 	schedule.RecordOptions
-	Balance     string  `json:"balance"`
-	Threads     int     `json:"threads"`
-	Steps       int     `json:"steps"`
-	Warmup      int     `json:"warmup"`
-	Seed        uint64  `json:"seed"`
-	Dataset     string  `json:"dataset"`
+	Balance string `json:"balance"`
+	Threads int    `json:"threads"`
+	Steps   int    `json:"steps"`
+	Warmup  int    `json:"warmup"`
+	Seed    uint64 `json:"seed"`
+	Dataset string `json:"dataset"`
+	// Optimizer names the optimizer; a record without it trained with
+	// SGD, the only optimizer before they had names, so SGD's runs leave
+	// it out.
+	Optimizer   string  `json:"optimizer,omitempty"`
 	LR          float64 `json:"lr"`
 	Momentum    float64 `json:"momentum"`
 	WeightDecay float64 `json:"weight_decay"`

@@ -54,7 +54,7 @@ func (t *Trainer) place() error {
 		if t.transport != nil {
 			ep = t.transport.Endpoint(d)
 		}
-		opt, err := models.NewOptimizer("sgd", models.Hyper{SGD: t.cfg.SGD})
+		opt, err := models.NewOptimizer(t.cfg.Optimizer, t.cfg.Hyper())
 		if err != nil {
 			return err
 		}

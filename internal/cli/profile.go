@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/reports"
 	"github.com/pipecast/pipecast/runner"
@@ -146,6 +147,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Backend, "backend", "cpu", "compute backend (see pipecast version)")
 	f.StringVar(&opts.Transport, "transport", profiler.TransportInProcess, "how devices move data: inprocess (one process) or mpi (one process per device, under mpirun; needs the mpi build tag)")
 	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "stop a run when no device moves on for this long, and say where each waits (0: never)")
+	f.StringVar(&opts.Optimizer, "optimizer", models.DefaultOptimizer, "optimizer: "+strings.Join(models.OptimizerNames(), "|"))
 	f.Float64Var(&opts.LR, "lr", 0.01, "learning rate of the SGD optimizer (momentum 0.9, weight decay 1e-4): a divergence is reproduced by its learning rate")
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: device DEVICE computes FACTOR times as slowly (each compute op sleeps until it has taken FACTOR times its duration in the warm-up steps; transfers keep their speed), recorded in the configuration")
 	f.StringVar(&opts.FailFlag, "fail", "", "DEVICE:STEP: device DEVICE fails at the start of step STEP (an injected fault)")

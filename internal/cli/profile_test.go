@@ -51,7 +51,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
 					Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
 					Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1}, VirtualStages: []int{schedule.DefaultVirtual},
-					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu", Transport: "inprocess", LR: 0.01},
+					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu", Transport: "inprocess", Optimizer: "sgd", LR: 0.01},
 				Steps: 5, Warmup: 1, Timeout: 10 * time.Minute,
 			}
 			if !reflect.DeepEqual(*o, want) {
