@@ -1,0 +1,87 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pipecast/pipecast/profiler"
+)
+
+// fitTransfers fits each transfer kind; kinds without data take p2p's.
+//
+// The calibration's samples span sizes from kilobytes to megabytes, so
+// they fix the slope 1/β; but they time a bare copy into warm buffers,
+// while a transfer in a run also allocates its buffer and wakes the
+// receiver. So when a kind has both, the slope is the calibration line's
+// and the intercept α is the median over the run's transfers of
+// (t − bytes/β), at least 0; with only one source, NNLS fits that alone.
+func (c *CostModel) fitTransfers(d *fitData) error {
+	for _, kind := range transferKinds {
+		cal, ev := d.calibration[kind], d.transfer[kind]
+		if cal.len() == 0 && ev.len() == 0 {
+			continue
+		}
+		if cal.len() == 0 || ev.len() == 0 {
+			pts := cal
+			if cal.len() == 0 {
+				pts = ev
+			}
+			l, err := c.fitReported("transfer "+kind, "bytes", pts)
+			if err != nil {
+				return err
+			}
+			c.transfer[kind] = l
+			continue
+		}
+		l, err := fitLine(cal)
+		if err != nil {
+			return fmt.Errorf("transfer %s calibration: %w", kind, err)
+		}
+		rest := make([]float64, ev.len())
+		for i, t := range ev.t {
+			rest[i] = t - l.Slope*ev.x[i]
+		}
+		l.Intercept = math.Max(0, profiler.Median(rest))
+		both := &points{x: append(slices.Clone(cal.x), ev.x...), t: append(slices.Clone(cal.t), ev.t...)}
+		l.Points = pointsPositive(both)
+		l.RMSE, l.MaxRelErr = residuals(l, both)
+		c.transfer[kind] = l
+		c.reports = append(c.reports, FitReport{Name: "transfer " + kind, Variable: "bytes", Unit: "ns", Line: l})
+	}
+	for _, kind := range transferKinds {
+		if _, ok := c.transfer[kind]; ok {
+			continue
+		}
+		name := "transfer " + kind + " (no data: p2p's line)"
+		if kind == TransferP2P {
+			name = "transfer p2p (no data: priced 0)"
+		}
+		c.transfer[kind] = c.transfer[TransferP2P]
+		c.reports = append(c.reports, FitReport{Name: name, Variable: "bytes", Unit: "ns", Line: c.transfer[kind]})
+	}
+	return nil
+}
+
+// fitOverheads takes the median overhead of each op kind and reports it
+// as a constant line whose residuals are the spread about the median.
+func (c *CostModel) fitOverheads(d *fitData) {
+	for _, op := range overheadOps {
+		v := d.overhead[op]
+		if len(v) == 0 {
+			continue
+		}
+		med := profiler.Median(v)
+		c.overhead[op] = med
+		l := Line{Intercept: med, Points: len(v)}
+		var ss float64
+		for _, x := range v {
+			ss += (x - med) * (x - med)
+			if med > 0 {
+				l.MaxRelErr = math.Max(l.MaxRelErr, math.Abs(x-med)/med)
+			}
+		}
+		l.RMSE = math.Sqrt(ss / float64(len(v)))
+		c.reports = append(c.reports, FitReport{Name: "overhead " + op, Variable: "none", Unit: "ns", Line: l})
+	}
+}
