@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/reports"
-	"github.com/spf13/cobra"
 )
 
 // balanceValue is the pflag.Value behind --balance; like --output, a bad
