@@ -50,7 +50,7 @@ var metaCache struct {
 // fixes the partition; otherwise cfg's balance decides it ("time" then
 // measures meta blocks, which is meaningless: set Bounds).
 func PeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error) {
-	ms, err := metaRun(ctx, cfg)
+	ms, err := metaRun(ctx, cfg.WithDefaults())
 	if err != nil {
 		return nil, err
 	}
@@ -73,9 +73,8 @@ func metaRun(ctx context.Context, cfg config.Config) (*metaStep, error) {
 
 // cachedMetaRun is metaRun with the ops gated by gate (nil for none),
 // cached under order, which identifies the gate's order (0 for free
-// running).
+// running). cfg comes normalised (config.Config.WithDefaults).
 func cachedMetaRun(ctx context.Context, cfg config.Config, order uint64, gate func(ctx context.Context, device, op int) error) (*metaStep, error) {
-	cfg = cfg.WithDefaults()
 	// The backend and the data set do not change what a meta step
 	// allocates or moves (MetaStep replaces both).
 	cfg.Backend, cfg.Dataset = "", ""

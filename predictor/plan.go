@@ -85,7 +85,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 				case err != nil:
 					return nil, nil, err
 				}
-				out = append(out, cfg)
+				out = append(out, cfg.WithDefaults())
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow,
 // by 24 KiB on the mlp); without costs to order them by, a plan orders
 // them evenly so that its ranking does not change between calls.
 func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error) {
-	prog, err := schedule.Build(cfg.WithDefaults().Schedule)
+	prog, err := schedule.Build(cfg.Schedule)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func preflight(ctx context.Context, cfgs []config.Config, force bool, available 
 		if force {
 			continue
 		}
-		free, onDevices, err := deviceMemory(cfg.WithDefaults().Backend, gpuFree)
+		free, onDevices, err := deviceMemory(cfg.Backend, gpuFree)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", cfg, err))
 			continue
@@ -81,7 +81,7 @@ func deviceMemory(backend string, cache map[string][]int64) (free []int64, onDev
 func gpuShortfall(cfg config.Config, mem []tensor.MemStats, free []int64) string {
 	need := make([]int64, len(free))
 	for k, m := range mem {
-		if cfg.WithDefaults().Transport == profiler.TransportMPI {
+		if cfg.Transport == profiler.TransportMPI {
 			need[k%len(free)] = max(need[k%len(free)], m.PeakTotalBytes)
 		} else {
 			need[k%len(free)] += m.PeakTotalBytes
@@ -103,7 +103,7 @@ func forecastNeed(cfg config.Config, mem []tensor.MemStats) int64 {
 		sum += m.PeakTotalBytes
 		largest = max(largest, m.PeakTotalBytes)
 	}
-	if cfg.WithDefaults().Transport == profiler.TransportMPI {
+	if cfg.Transport == profiler.TransportMPI {
 		return largest
 	}
 	return sum

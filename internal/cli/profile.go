@@ -328,6 +328,5 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 // interferenceKey identifies what CalibrateInterference measures for cfg:
 // runs with the same key share one measurement.
 func interferenceKey(cfg config.Config) string {
-	cfg = cfg.WithDefaults()
 	return fmt.Sprintf("%s %#v b=%d t=%d %s", cfg.Model, cfg.ModelConfig, cfg.MicroBatchSize(), cfg.Threads, cfg.Backend)
 }

@@ -39,7 +39,6 @@ func remainingRuns(path string, cfgs []config.Config, steps, warmup int) ([]conf
 	var left []config.Config
 	done := 0
 	for _, c := range cfgs {
-		c = c.WithDefaults()
 		m, err := c.Describe()
 		if err != nil {
 			return nil, 0, err
