@@ -140,6 +140,9 @@ func (ds *cifar10) Shape() tensor.Shape { return tensor.Shape{3, cifar10Side, ci
 // Classes returns 10.
 func (ds *cifar10) Classes() int { return cifar10Classes }
 
+// LabelsPerSample returns 1: one class a sample.
+func (ds *cifar10) LabelsPerSample() int { return 1 }
+
 // Read normalises the requested records into x. It only reads ds, so it
 // is safe for concurrent use.
 func (ds *cifar10) Read(indices []int, x []float32, labels []int32) error {

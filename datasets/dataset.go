@@ -13,7 +13,11 @@ type Dataset interface {
 	Shape() tensor.Shape
 	// Classes returns the number of labels; labels are 0 … Classes−1.
 	Classes() int
+	// LabelsPerSample returns L, the number of labels of each sample: 1
+	// for a set of classified samples, one a position for a sequence
+	// whose every position is predicted.
+	LabelsPerSample() int
 	// Read writes sample indices[i] into x[i·n : (i+1)·n], n =
-	// Shape().Numel(), and its label into labels[i].
+	// Shape().Numel(), and its L labels into labels[i·L : (i+1)·L].
 	Read(indices []int, x []float32, labels []int32) error
 }

@@ -32,6 +32,7 @@ type Loader struct {
 	seed  uint64
 	shape tensor.Shape
 	n     int // elements per sample
+	l     int // labels per sample
 
 	mu    sync.Mutex
 	perms [2]epochPerm // the two most recently used epochs
@@ -56,8 +57,11 @@ func NewLoader(ds Dataset, batch int, seed uint64) (*Loader, error) {
 	if ds.Len() > math.MaxInt32 {
 		return nil, fmt.Errorf("new loader: dataset %s has %d samples, more than %d", ds.Name(), ds.Len(), math.MaxInt32)
 	}
+	if ds.LabelsPerSample() < 1 {
+		return nil, fmt.Errorf("new loader: dataset %s has %d labels a sample, want at least 1", ds.Name(), ds.LabelsPerSample())
+	}
 	shape := ds.Shape().Clone()
-	l := &Loader{ds: ds, batch: batch, seed: seed, shape: shape, n: shape.Numel()}
+	l := &Loader{ds: ds, batch: batch, seed: seed, shape: shape, n: shape.Numel(), l: ds.LabelsPerSample()}
 	for i := range l.perms {
 		l.perms[i].epoch = -1
 	}
@@ -79,8 +83,10 @@ type Batch struct {
 	Step int
 	// X holds the samples one after another: B × Shape.Numel() values.
 	X []float32
-	// Labels holds the B labels.
+	// Labels holds the B·L labels, sample i's at [i·L, (i+1)·L).
 	Labels []int32
+	// PerSample is L, the labels of each sample (Dataset.LabelsPerSample).
+	PerSample int
 	// Indices holds the B dataset indices of the samples.
 	Indices []int
 	// Shape is one sample's shape.
@@ -121,11 +127,12 @@ func (l *Loader) newBatch(step int) *Batch {
 		b, l.free = l.free[k-1], l.free[:k-1]
 	} else {
 		b = &Batch{
-			X:       make([]float32, l.batch*l.n),
-			Labels:  make([]int32, l.batch),
-			Indices: make([]int, l.batch),
-			Shape:   l.shape,
-			loader:  l,
+			X:         make([]float32, l.batch*l.n),
+			Labels:    make([]int32, l.batch*l.l),
+			PerSample: l.l,
+			Indices:   make([]int, l.batch),
+			Shape:     l.shape,
+			loader:    l,
 		}
 	}
 	b.Step = step
@@ -172,12 +179,12 @@ func (b *Batch) Release() {
 	}
 	b.loader = nil // a second Release is a no-op
 	l.mu.Lock()
-	l.free = append(l.free, &Batch{X: b.X, Labels: b.Labels, Indices: b.Indices, Shape: b.Shape, loader: l})
+	l.free = append(l.free, &Batch{X: b.X, Labels: b.Labels, PerSample: b.PerSample, Indices: b.Indices, Shape: b.Shape, loader: l})
 	l.mu.Unlock()
 }
 
 // Len returns the number of samples in the batch.
-func (b *Batch) Len() int { return len(b.Labels) }
+func (b *Batch) Len() int { return len(b.Indices) }
 
 // Upload copies samples [lo, hi) of the batch to dev as a new tensor of
 // shape [hi−lo, Shape...] in category cat, owned by the caller. A single
@@ -194,24 +201,29 @@ func (b *Batch) Upload(dev tensor.Device, cat tensor.Category, lo, hi int) *tens
 }
 
 // ShapeBatch returns a batch of size samples of shape that holds no
-// values: Upload allocates zeros, every label is 0. It is what a device
+// values: Upload allocates zeros, every label is 0, one a sample. It is what a device
 // that holds no values (the meta backend) trains on, so that checking a
 // configuration of huge inputs reads no data and allocates none.
 func ShapeBatch(step, size int, shape tensor.Shape) *Batch {
-	return &Batch{Step: step, Labels: make([]int32, size), Indices: make([]int, size), Shape: shape.Clone()}
+	return &Batch{Step: step, Labels: make([]int32, size), PerSample: 1, Indices: make([]int, size), Shape: shape.Clone()}
 }
 
-// LabelsRange returns the labels of samples [lo, hi). The slice shares the
-// batch's memory, so it is valid until Release. It panics if the range is
-// not within the batch.
+// LabelsRange returns the labels of samples [lo, hi): (hi−lo)·L labels,
+// sample lo+i's at [i·L, (i+1)·L). The slice shares the batch's memory,
+// so it is valid until Release. It panics if the range is not within the
+// batch.
 func (b *Batch) LabelsRange(lo, hi int) []int32 {
 	b.checkRange("labels", lo, hi)
-	return b.Labels[lo:hi:hi]
+	l := b.labelsPerSample()
+	return b.Labels[lo*l : hi*l : hi*l]
 }
 
+// labelsPerSample returns L, 1 for a batch made without it.
+func (b *Batch) labelsPerSample() int { return max(b.PerSample, 1) }
+
 func (b *Batch) checkRange(op string, lo, hi int) {
-	if lo < 0 || hi > len(b.Labels) || lo >= hi {
-		panic(fmt.Sprintf("datasets: batch %s of samples [%d, %d) of a batch of %d", op, lo, hi, len(b.Labels)))
+	if lo < 0 || hi > b.Len() || lo >= hi {
+		panic(fmt.Sprintf("datasets: batch %s of samples [%d, %d) of a batch of %d", op, lo, hi, b.Len()))
 	}
 }
 

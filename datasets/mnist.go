@@ -211,6 +211,9 @@ func (ds *mnist) Shape() tensor.Shape { return tensor.Shape{1, ds.rows, ds.cols}
 // Classes returns 10.
 func (ds *mnist) Classes() int { return mnistClasses }
 
+// LabelsPerSample returns 1: one class a sample.
+func (ds *mnist) LabelsPerSample() int { return 1 }
+
 // Read normalises the requested images into x. It only reads ds, so it is
 // safe for concurrent use.
 func (ds *mnist) Read(indices []int, x []float32, labels []int32) error {

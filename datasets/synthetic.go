@@ -126,6 +126,9 @@ func (s *synthetic) Shape() tensor.Shape { return s.shape }
 // Classes returns the number of classes.
 func (s *synthetic) Classes() int { return s.classes }
 
+// LabelsPerSample returns 1: one class a sample.
+func (s *synthetic) LabelsPerSample() int { return 1 }
+
 // label returns sample i's label.
 func (s *synthetic) label(i int) int {
 	c := uint64(s.classes)
@@ -217,9 +220,10 @@ func (a axisInterp) meanSquareWeight() float64 {
 // checkReadArgs returns an error if a Read of indices into x and labels
 // would go out of range of the set or the buffers.
 func checkReadArgs(ds Dataset, indices []int, x []float32, labels []int32) error {
-	n := ds.Shape().Numel()
-	if len(x) < len(indices)*n || len(labels) < len(indices) {
-		return fmt.Errorf("read %d samples of %d elements into %d values and %d labels", len(indices), n, len(x), len(labels))
+	n, l := ds.Shape().Numel(), ds.LabelsPerSample()
+	if len(x) < len(indices)*n || len(labels) < len(indices)*l {
+		return fmt.Errorf("read %d samples of %d elements and %d labels into %d values and %d labels",
+			len(indices), n, l, len(x), len(labels))
 	}
 	for _, idx := range indices {
 		if idx < 0 || idx >= ds.Len() {

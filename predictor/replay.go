@@ -59,36 +59,41 @@ func Replay(rec profiler.Record) (makespanNanos float64, err error) {
 // replayCosts returns each op's measured duration in one step, checking
 // that the events are the program's ops in order.
 func replayCosts(prog *schedule.Program, devs [][]profiler.Event) ([]map[opKey]float64, error) {
-	// lastArrival[i] is when the last device reached the i-th collective.
-	var lastArrival []int64
+	// lastArrival[g][i] is when the last device of group g reached the
+	// group's i-th collective: it starts there on every device of g.
+	lastArrival := make([][]int64, len(prog.Groups))
 	for d, ops := range prog.Devices {
 		if len(devs[d]) != len(ops) {
 			return nil, fmt.Errorf("device %d: %d events for %d ops", d, len(devs[d]), len(ops))
 		}
-		n := 0
+		n := make([]int, len(prog.Groups))
 		for i, o := range ops {
 			if e := devs[d][i]; e.Op != o.Kind.String() {
 				return nil, fmt.Errorf("device %d: event %d is %s, the program's op %v", d, i, e.Op, o)
 			}
 			if o.Kind.Collective() {
-				if n == len(lastArrival) {
-					lastArrival = append(lastArrival, 0)
+				g := o.Group
+				if g < 0 || g >= len(prog.Groups) {
+					return nil, fmt.Errorf("device %d: op %d (%v) names group %d of %d", d, i, o, g, len(prog.Groups))
 				}
-				lastArrival[n] = max(lastArrival[n], devs[d][i].StartNanos)
-				n++
+				if n[g] == len(lastArrival[g]) {
+					lastArrival[g] = append(lastArrival[g], 0)
+				}
+				lastArrival[g][n[g]] = max(lastArrival[g][n[g]], devs[d][i].StartNanos)
+				n[g]++
 			}
 		}
 	}
 	costs := make([]map[opKey]float64, len(prog.Devices))
 	for d, ops := range prog.Devices {
 		costs[d] = map[opKey]float64{}
-		n := 0
+		n := make([]int, len(prog.Groups))
 		for i, o := range ops {
 			e := devs[d][i]
 			start := e.StartNanos
 			if o.Kind.Collective() {
-				start = lastArrival[n]
-				n++
+				start = lastArrival[o.Group][n[o.Group]]
+				n[o.Group]++
 			}
 			costs[d][keyOf(o)] = float64(max(e.EndNanos-start, 0))
 		}

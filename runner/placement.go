@@ -34,7 +34,6 @@ func (t *Trainer) place() error {
 		return err
 	}
 	defer init.Release()
-	coop := t.cfg.Schedule.Name == schedule.Coop
 	local := make([]int, k) // the devices this process runs
 	for d := range local {
 		local[d] = d
@@ -73,21 +72,36 @@ func (t *Trainer) place() error {
 		}
 		w.replicas = make([]*models.Sequential, stages)
 		w.replicaFlats = make([]*tensor.Tensor, stages)
-		if coop {
-			for s := 0; s < k-1; s++ {
-				if s == d {
-					continue
-				}
-				// Replicas are weights too: the all-gather fills them
-				// before every prediction step.
-				if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
-					return err
-				}
+		for _, s := range replicated(t.program, d) {
+			// Replicas are weights too: the all-gather fills them before
+			// every prediction step.
+			if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
+				return err
 			}
 		}
 		dev.ResetPeak()
 	}
 	return nil
+}
+
+// replicated returns the stages whose weights device d receives in the
+// program's all-gathers without owning them (coop's prediction step runs
+// them on replicas), in the order the first all-gather lists them.
+func replicated(p *schedule.Program, d int) []int {
+	var out []int
+	seen := make([]bool, p.Stages)
+	for _, op := range p.Devices[d] {
+		if op.Kind != schedule.AllGather {
+			continue
+		}
+		for _, s := range op.Stages {
+			if !seen[s] && p.Owners[s] != d {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // materialize builds stage s's layers with zeroed storage on dev.

@@ -175,19 +175,12 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	n := len(t.workers)
-	shard := t.cfg.Batch / len(t.program.Devices)
 	states := make([]*stepState, n)
 	for i, w := range t.workers {
-		d := w.k
 		w.dev.ResetPeak()
 		t.startMemTrack(w, step)
 		s := newStepState(step, batch)
-		if d == 0 {
-			s.raw = batch.Upload(w.dev, tensor.Boundary, 0, t.cfg.Batch)
-		}
-		if t.cfg.Schedule.Name == schedule.Coop && len(t.program.Devices) > 1 {
-			s.shard = batch.Upload(w.dev, tensor.Boundary, d*shard, (d+1)*shard)
-		}
+		t.load(w, s)
 		states[i] = s
 	}
 
@@ -242,6 +235,26 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 		res.Devices[i].MemTrack = stopMemTrack(w, start)
 	}
 	return res, nil
+}
+
+// load reads what the program says device w.k loads at the start of a
+// step (schedule.Program.Loads) into its step state: inputs are uploaded
+// to the device, labels stay in host memory, where the loss reads them.
+func (t *Trainer) load(w *worker, s *stepState) {
+	for _, l := range t.program.Loads[w.k] {
+		lo, hi := l.Range(t.cfg.Batch)
+		switch {
+		case l.What == schedule.Inputs && l.For == schedule.Forward:
+			s.raw, s.rawLo = s.batch.Upload(w.dev, tensor.Boundary, lo, hi), lo
+		case l.What == schedule.Inputs && l.For == schedule.Predict:
+			s.shard = s.batch.Upload(w.dev, tensor.Boundary, lo, hi)
+		case l.What == schedule.Labels && l.For == schedule.Loss:
+			s.labelsLo, s.labelsHi = lo, hi
+		default:
+			// The checker refuses any other load before the trainer starts.
+			panic(fmt.Sprintf("runner: device %d: load %v unknown", w.k, l))
+		}
+	}
 }
 
 // firstCause returns the error that started a failure: one that is not

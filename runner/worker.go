@@ -57,15 +57,24 @@ type worker struct {
 // stepState is what a device holds during one step, keyed by stage and
 // micro-batch (coop: slice).
 type stepState struct {
-	step    int
-	batch   *datasets.Batch
-	raw     *tensor.Tensor // device 0: the mini-batch's inputs, [B, …]
-	shard   *tensor.Tensor // coop: this device's shard of the inputs
-	inputs  map[pair]*tensor.Tensor
-	outputs map[pair]*tensor.Tensor
-	ctxs    map[pair]models.Context
-	dOut    map[pair]*tensor.Tensor // gradients of the stages' outputs
-	dIn     map[pair]*tensor.Tensor // gradients of the stages' inputs, to send
+	step  int
+	batch *datasets.Batch
+	// raw holds the inputs the first stage's forwards slice their
+	// micro-batches from, samples [rawLo, rawLo+len) of the mini-batch,
+	// on the device whose program loads them (the whole mini-batch on
+	// the owner of stage 0).
+	raw   *tensor.Tensor
+	rawLo int
+	shard *tensor.Tensor // coop: this device's shard of the inputs
+	// labelsLo and labelsHi bound the samples whose labels the program
+	// loads on this device (the owner of the last stage: all of them);
+	// the labels stay in the host batch. Both 0 when none are loaded.
+	labelsLo, labelsHi int
+	inputs             map[pair]*tensor.Tensor
+	outputs            map[pair]*tensor.Tensor
+	ctxs               map[pair]models.Context
+	dOut               map[pair]*tensor.Tensor // gradients of the stages' outputs
+	dIn                map[pair]*tensor.Tensor // gradients of the stages' inputs, to send
 	// weights holds the deferred weight gradients of split backwards,
 	// from each BackwardInput to its BackwardWeight.
 	weights map[pair]models.WeightGrad
@@ -217,7 +226,7 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	case schedule.AllGather:
 		return w.allGather(ctx, op)
 	case schedule.AllToAll:
-		return w.allToAll(ctx)
+		return w.allToAll(ctx, op)
 	case schedule.Update:
 		return 0, w.update()
 	}

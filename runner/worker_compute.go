@@ -29,10 +29,10 @@ func (w *worker) forwardOp(op schedule.Op) error {
 	if op.Keep {
 		s.ctxs[at(op.Stage, op.Micro)] = c
 	}
-	if w.t.last(op.Stage) || w.t.cfg.Schedule.Name != schedule.Coop {
+	if w.t.last(op.Stage) || !w.t.program.Options.PredictsBoundaries() {
 		s.outputs[at(op.Stage, op.Micro)] = y
 	} else {
-		y.Release() // coop: the next stage's input came from the prediction
+		y.Release() // the next stage's input came from the prediction
 	}
 	return nil
 }
@@ -57,7 +57,12 @@ func (w *worker) lossOp(op schedule.Op) error {
 	s := w.step
 	lo, hi := w.micro(op.Micro)
 	logits := take(s.outputs, at(op.Stage, op.Micro))
-	loss, dl := models.CrossEntropy(w.pass(true, lo), logits, s.batch.LabelsRange(lo, hi), 1/float32(w.t.cfg.Batch))
+	labels, err := w.labels(lo, hi)
+	if err != nil {
+		logits.Release()
+		return err
+	}
+	loss, dl := models.CrossEntropy(w.pass(true, lo), logits, labels, 1/float32(w.t.cfg.Batch))
 	logits.Release()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		dl.Release()
@@ -154,9 +159,10 @@ func (w *worker) input(st, j int) *tensor.Tensor {
 	lo, hi := w.micro(j)
 	var whole *tensor.Tensor
 	switch {
-	case st == 0:
-		whole = s.raw
-	case s.boundary != nil:
+	case st == 0 && s.raw != nil:
+		// The loaded inputs begin at sample rawLo of the mini-batch.
+		whole, lo, hi = s.raw, lo-s.rawLo, hi-s.rawLo
+	case st > 0 && s.boundary != nil:
 		whole = s.boundary
 	default:
 		panic(fmt.Sprintf("runner: no input for stage %d micro-batch %d", st, j))
@@ -164,6 +170,18 @@ func (w *worker) input(st, j int) *tensor.Tensor {
 	v := whole.Slice(lo, hi)
 	s.inputs[key] = v
 	return v
+}
+
+// labels returns the labels of samples [lo, hi), L a sample
+// (datasets.Dataset.LabelsPerSample), from the host batch, provided the
+// program loads them on this device.
+func (w *worker) labels(lo, hi int) ([]int32, error) {
+	s := w.step
+	if lo < s.labelsLo || hi > s.labelsHi {
+		return nil, fmt.Errorf("labels of samples [%d, %d): the program loads [%d, %d) on device %d",
+			lo, hi, s.labelsLo, s.labelsHi, w.k)
+	}
+	return s.batch.LabelsRange(lo, hi), nil
 }
 
 // outputGrad removes and returns the gradient of stage st's output for

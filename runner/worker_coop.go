@@ -17,9 +17,9 @@ import (
 // weights or the replica the all-gather filled.
 func (w *worker) predict(op schedule.Op) error {
 	s := w.step
-	layer := w.replicas[op.Stage]
-	if op.Stage == w.k {
-		layer = w.stages[w.k]
+	layer := w.stages[op.Stage]
+	if layer == nil {
+		layer = w.replicas[op.Stage]
 	}
 	if layer == nil {
 		return fmt.Errorf("no weights for stage %d", op.Stage)
@@ -43,17 +43,23 @@ func (w *worker) predict(op schedule.Op) error {
 // contributes its own stage's flat weights if listed and receives the
 // others into its replicas.
 func (w *worker) allGather(ctx context.Context, op schedule.Op) (int64, error) {
-	k := w.t.cfg.Schedule.Devices
+	k, err := w.groupSize(op)
+	if err != nil {
+		return 0, err
+	}
 	var local *tensor.Tensor
 	dsts := make([]*tensor.Tensor, k)
 	var received int64
 	for _, st := range op.Stages {
-		if st == w.k {
-			local = w.flats[w.k]
+		// A device contributes the stage it owns and receives each other
+		// stage from its owner; the pieces are indexed by rank.
+		if w.stages[st] != nil {
+			local = w.flats[st]
 			continue
 		}
-		dsts[st] = w.replicaFlats[st]
-		received += dsts[st].Bytes()
+		from := w.t.program.Owners[st]
+		dsts[from] = w.replicaFlats[st]
+		received += dsts[from].Bytes()
 	}
 	tag := comm.Tag{Step: w.step.step, Kind: "weights", Stage: schedule.None, Micro: schedule.None}
 	return received, w.ep.AllGather(ctx, tag, local, dsts)
@@ -61,9 +67,12 @@ func (w *worker) allGather(ctx context.Context, op schedule.Op) (int64, error) {
 
 // allToAll sends each predicted boundary to the device that owns its
 // stage and gathers this stage's input for the whole mini-batch.
-func (w *worker) allToAll(ctx context.Context) (int64, error) {
+func (w *worker) allToAll(ctx context.Context, op schedule.Op) (int64, error) {
 	s := w.step
-	k := w.t.cfg.Schedule.Devices
+	k, err := w.groupSize(op)
+	if err != nil {
+		return 0, err
+	}
 	shard := w.t.cfg.Batch / k
 	parts := make([]*tensor.Tensor, k)
 	for st := 1; st < k; st++ {
@@ -81,7 +90,7 @@ func (w *worker) allToAll(ctx context.Context) (int64, error) {
 		}
 	}
 	tag := comm.Tag{Step: s.step, Kind: "boundary", Stage: schedule.None, Micro: schedule.None}
-	err := w.ep.AllToAll(ctx, tag, parts, dsts)
+	err = w.ep.AllToAll(ctx, tag, parts, dsts)
 	for _, d := range dsts {
 		d.Release()
 	}
@@ -90,4 +99,19 @@ func (w *worker) allToAll(ctx context.Context) (int64, error) {
 		delete(s.predicted, st)
 	}
 	return received, err
+}
+
+// groupSize returns the number of devices of collective op's group,
+// checking that the group is every device of the run: the transports'
+// collectives (comm.Endpoint's AllGather and AllToAll) span every rank
+// and index their pieces by rank, so a collective over a subset of the
+// devices, such as data-parallel replicas' all-reduce, needs collectives
+// over a sub-group first.
+func (w *worker) groupSize(op schedule.Op) (int, error) {
+	group := w.t.program.GroupOf(op)
+	if size := w.ep.Size(); len(group) != size {
+		return 0, fmt.Errorf("%v over group %d, devices %v: the transport's collectives span all %d devices, not a subset",
+			op, op.Group, group, size)
+	}
+	return len(group), nil
 }

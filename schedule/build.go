@@ -24,9 +24,15 @@ import "fmt"
 //     (s, j) takes the output of the device's earlier Forward of (s−1, j)
 //     (a backward of (s, j) the input gradient of its earlier backward of
 //     (s+1, j)).
-//   - AllGather and AllToAll are collectives: every device has the same
-//     collectives in the same order, and none proceeds past one until all
-//     have reached it.
+//   - AllGather and AllToAll are collectives over the group of devices
+//     Groups[o.Group]: every device of the group has the group's
+//     collectives in the same order, no device outside it takes part, and
+//     none proceeds past one until every device of the group has reached
+//     it.
+//   - Before its first op device k reads Loads[k] from the data loader:
+//     the owner of stage 0 the inputs its forwards slice micro-batches
+//     from, the owner of the last stage the labels its losses slice, and
+//     coop's devices the shard their prediction step runs on.
 //   - Loss(j) runs on the owner of the last stage S−1 right after that
 //     stage's Forward of j and produces the output gradient that its
 //     backward of j consumes.
@@ -51,23 +57,29 @@ func Build(o Options) (*Program, error) {
 	if err := o.Check(); err != nil {
 		return nil, fmt.Errorf("build schedule %q: %w", o.Name, err)
 	}
+	var p *Program
 	switch o.Name {
 	case Single:
-		return single(o), nil
+		p = single(o)
 	case GPipe:
-		return gpipe(o), nil
+		p = gpipe(o)
 	case OneF1B:
-		return oneF1B(o), nil
+		p = oneF1B(o)
 	case Coop:
-		return coop(o), nil
+		p = coop(o)
 	case Interleaved:
-		return interleaved(o), nil
+		p = interleaved(o)
 	case ZBH1:
-		return zbH1(o), nil
+		p = zbH1(o)
 	case ZBH2:
-		return zbH2(o), nil
+		p = zbH2(o)
+	default:
+		panic("schedule: Check passed unknown schedule " + o.Name)
 	}
-	panic("schedule: Check passed unknown schedule " + o.Name)
+	// The owners are final only now (interleaved moves them), and every
+	// schedule's first and last stages read the same data.
+	addPipelineLoads(p)
+	return p, nil
 }
 
 // newProgram returns an empty program of o with stages stages and one
@@ -79,6 +91,7 @@ func newProgram(o Options, stages int) *Program {
 		Owners:  make([]int, stages),
 		Devices: make([][]Op, stages),
 		MaxLive: make([]int, stages),
+		Loads:   make([][]Load, stages),
 	}
 	for s := range p.Owners {
 		p.Owners[s] = s
@@ -90,52 +103,54 @@ func newProgram(o Options, stages int) *Program {
 // so that programs compare equal field by field.
 
 func forwardOp(stage, micro int, keep bool) Op {
-	return Op{Kind: Forward, Stage: stage, Micro: micro, Shard: None, Peer: None, Keep: keep}
+	return Op{Kind: Forward, Stage: stage, Micro: micro, Shard: None, Peer: None, Keep: keep, Group: None}
 }
 
 func recomputeOp(stage, micro int) Op {
-	return Op{Kind: Recompute, Stage: stage, Micro: micro, Shard: None, Peer: None}
+	return Op{Kind: Recompute, Stage: stage, Micro: micro, Shard: None, Peer: None, Group: None}
 }
 
 func backwardOp(stage, micro int) Op {
-	return Op{Kind: Backward, Stage: stage, Micro: micro, Shard: None, Peer: None}
+	return Op{Kind: Backward, Stage: stage, Micro: micro, Shard: None, Peer: None, Group: None}
 }
 
 func lossOp(stage, micro int) Op {
-	return Op{Kind: Loss, Stage: stage, Micro: micro, Shard: None, Peer: None}
+	return Op{Kind: Loss, Stage: stage, Micro: micro, Shard: None, Peer: None, Group: None}
 }
 
 func predictOp(stage, shard int) Op {
-	return Op{Kind: Predict, Stage: stage, Micro: None, Shard: shard, Peer: None}
+	return Op{Kind: Predict, Stage: stage, Micro: None, Shard: shard, Peer: None, Group: None}
 }
 
 // sendOp and recvOp take the sending stage, whichever side they are on.
 func sendOp(what Payload, stage, micro, peer int) Op {
-	return Op{Kind: Send, Stage: stage, Micro: micro, Shard: None, Peer: peer, What: what}
+	return Op{Kind: Send, Stage: stage, Micro: micro, Shard: None, Peer: peer, What: what, Group: None}
 }
 
 func recvOp(what Payload, stage, micro, peer int) Op {
-	return Op{Kind: Recv, Stage: stage, Micro: micro, Shard: None, Peer: peer, What: what}
+	return Op{Kind: Recv, Stage: stage, Micro: micro, Shard: None, Peer: peer, What: what, Group: None}
 }
 
-func allGatherOp(stages []int) Op {
-	return Op{Kind: AllGather, Stage: None, Micro: None, Shard: None, Peer: None, Stages: stages}
+// allGatherOp and allToAllOp take the index of their group in
+// Program.Groups.
+func allGatherOp(group int, stages []int) Op {
+	return Op{Kind: AllGather, Stage: None, Micro: None, Shard: None, Peer: None, Stages: stages, Group: group}
 }
 
-func allToAllOp() Op {
-	return Op{Kind: AllToAll, Stage: None, Micro: None, Shard: None, Peer: None}
+func allToAllOp(group int) Op {
+	return Op{Kind: AllToAll, Stage: None, Micro: None, Shard: None, Peer: None, Group: group}
 }
 
 func backwardInputOp(stage, micro int) Op {
-	return Op{Kind: BackwardInput, Stage: stage, Micro: micro, Shard: None, Peer: None}
+	return Op{Kind: BackwardInput, Stage: stage, Micro: micro, Shard: None, Peer: None, Group: None}
 }
 
 func backwardWeightOp(stage, micro int) Op {
-	return Op{Kind: BackwardWeight, Stage: stage, Micro: micro, Shard: None, Peer: None}
+	return Op{Kind: BackwardWeight, Stage: stage, Micro: micro, Shard: None, Peer: None, Group: None}
 }
 
 func updateOp(stage int) Op {
-	return Op{Kind: Update, Stage: stage, Micro: None, Shard: None, Peer: None}
+	return Op{Kind: Update, Stage: stage, Micro: None, Shard: None, Peer: None, Group: None}
 }
 
 // pipeForward appends to ops stage k's forward of micro-batch j in a
@@ -203,7 +218,7 @@ func stageBackward(ops []Op, owners []int, s, j int, kind OpKind) []Op {
 	if s < len(owners)-1 && owners[s+1] != k {
 		ops = append(ops, recvOp(Gradient, s+1, j, owners[s+1]))
 	}
-	ops = append(ops, Op{Kind: kind, Stage: s, Micro: j, Shard: None, Peer: None})
+	ops = append(ops, Op{Kind: kind, Stage: s, Micro: j, Shard: None, Peer: None, Group: None})
 	if s > 0 && owners[s-1] != k {
 		ops = append(ops, sendOp(Gradient, s, j, owners[s-1]))
 	}

@@ -115,8 +115,8 @@ func sendG(k, j int) Op      { return sendOp(Gradient, k, j, k-1) }
 func recvG(from, j int) Op   { return recvOp(Gradient, from, j, from) }
 func pred(s, shard int) Op   { return predictOp(s, shard) }
 func update(k int) Op        { return updateOp(k) }
-func gather(st ...int) Op    { return allGatherOp(st) }
-func scatter() Op            { return allToAllOp() }
+func gather(st ...int) Op    { return allGatherOp(0, st) }
+func scatter() Op            { return allToAllOp(0) }
 func fmtOps(ops []Op) string { return fmt.Sprint(ops) }
 
 func TestExactPrograms(t *testing.T) {

@@ -32,7 +32,15 @@ import (
 //     Loss on the last stage, or the device's own earlier backward of
 //     (s+1, j)), and a Send follows the op that produced what it sends;
 //   - Update is every device's last op and appears once;
-//   - the collectives are the same, in the same order, on every device;
+//   - every group (Groups) holds distinct devices in increasing order,
+//     every collective names a group that holds its device and every
+//     other op names none, and the devices of each group run the group's
+//     collectives the same, in the same order;
+//   - Loads has one list per device; device k loads the inputs for its
+//     forwards exactly when it runs stage 0's forwards, for a prediction
+//     exactly when it predicts stage 0 (shard p of K for Predict(0, p)),
+//     and the labels exactly when it runs losses, each once and holding
+//     every micro-batch it computes on;
 //   - in coop with K ≥ 2, device p predicts stages 0..K−2 on shard p, in
 //     order, between the all-gather and the all-to-all, and nothing else
 //     predicts.
@@ -50,6 +58,7 @@ func Check(p *Program) error {
 		}
 		c.matching()
 		c.collectives()
+		c.loads()
 		if p.Options.Name == Coop && c.K > 1 {
 			c.predicts()
 		}
@@ -94,6 +103,7 @@ func (c *checker) shape() {
 		return
 	}
 	c.owners()
+	c.groups()
 	if len(c.errs) > 0 {
 		return
 	}
@@ -137,6 +147,9 @@ func (c *checker) ownedBy(k int) string {
 
 // opShape returns what is wrong with the fields of op o on device k, or "".
 func (c *checker) opShape(k int, o Op) string {
+	if msg := c.groupShape(k, o); msg != "" {
+		return msg
+	}
 	inMicro := o.Micro >= 0 && o.Micro < c.M
 	inStage := o.Stage >= 0 && o.Stage < c.S
 	switch o.Kind {
@@ -243,31 +256,6 @@ func (c *checker) matching() {
 	}
 }
 
-// collectives checks that every device runs the same collectives in the
-// same order.
-func (c *checker) collectives() {
-	seq := func(k int) []Op {
-		var s []Op
-		for _, o := range c.p.Devices[k] {
-			if isCollective(o.Kind) {
-				s = append(s, o)
-			}
-		}
-		return s
-	}
-	want := seq(0)
-	for k := 1; k < c.K; k++ {
-		got := seq(k)
-		same := len(got) == len(want)
-		for i := 0; same && i < len(got); i++ {
-			same = got[i].Kind == want[i].Kind && slices.Equal(got[i].Stages, want[i].Stages)
-		}
-		if !same {
-			c.fail("device %d runs collectives %v but device 0 runs %v", k, got, want)
-		}
-	}
-}
-
 // predicts checks coop's prediction step.
 func (c *checker) predicts() {
 	for k, ops := range c.p.Devices {
@@ -279,6 +267,11 @@ func (c *checker) predicts() {
 		}
 		if st := ops[gather].Stages; !slices.Equal(st, firstStages(c.K-1)) {
 			c.fail("device %d: all-gathers stages %v, want 0..%d", k, st, c.K-2)
+		}
+		for _, i := range []int{gather, scatter} {
+			if g := c.p.GroupOf(ops[i]); !slices.Equal(g, allDevices(c.K)) {
+				c.fail("device %d op %d (%v): spans group %v, want every device", k, i, ops[i], g)
+			}
 		}
 		next := 0 // the stage the next predict must be
 		for i, o := range ops {

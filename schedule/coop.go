@@ -6,10 +6,12 @@ package schedule
 // 11 (2023), doi:10.1109/ACCESS.2023.3296609. With K ≥ 2 devices every
 // device
 //
-//  1. all-gathers the weights of stages 0..K−2 (sync);
+//  1. all-gathers the weights of stages 0..K−2 (sync), in the one group
+//     of every device;
 //  2. on device p, predicts the input of every stage 1..K−1 for shard p
-//     of the mini-batch by running Predict(s, p) for s = 0..K−2, each
-//     producing the input of stage s+1;
+//     of the mini-batch, which it loads (Program.Loads) at the start of
+//     the step, by running Predict(s, p) for s = 0..K−2, each producing
+//     the input of stage s+1;
 //  3. all-to-alls the predicted boundaries, so that device k holds the
 //     input of stage k for the whole mini-batch and activations never
 //     travel by Send during training;
@@ -34,16 +36,21 @@ package schedule
 func coop(o Options) *Program {
 	K, M, d := o.Devices, o.Micro, o.Prefetch
 	p := newProgram(o, K)
+	const everyone = 0 // the index of the group of every device
+	if K > 1 {
+		p.Groups = [][]int{allDevices(K)}
+	}
 	for k := range K {
 		var ops []Op
 		if K > 1 {
+			p.Loads[k] = []Load{shardLoad(Inputs, Predict, k, K)}
 			// Each device gets its own stage list, so that a consumer that
 			// edits one op cannot change another's.
-			ops = append(ops, allGatherOp(firstStages(K-1)))
+			ops = append(ops, allGatherOp(everyone, firstStages(K-1)))
 			for s := range K - 1 {
 				ops = append(ops, predictOp(s, k))
 			}
-			ops = append(ops, allToAllOp())
+			ops = append(ops, allToAllOp(everyone))
 		}
 		if k == K-1 {
 			for j := range M {

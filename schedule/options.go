@@ -138,6 +138,12 @@ func (o Options) MaxDevices() int {
 // the batch.
 func (o Options) ShardsBatch() bool { return o.Name == Coop }
 
+// PredictsBoundaries reports whether the schedule's prediction step
+// supplies every stage after the first its input for the whole mini-batch
+// (coop's all-to-all), so that a stage's forward output goes to no next
+// stage and only the last stage's, which feeds the loss, is kept.
+func (o Options) PredictsBoundaries() bool { return o.Name == Coop }
+
 // Recomputes reports whether the schedule recomputes checkpointed
 // forwards before their backwards (gpipe in every mode but never).
 func (o Options) Recomputes() bool { return o.Name == GPipe && o.Checkpoint != Never }

@@ -35,9 +35,9 @@ const (
 	// Recv waits for the tensor that device Peer sent for Micro and
 	// copies it into this device's memory.
 	Recv
-	// AllGather is coop's synchronisation: every device contributes the
-	// weights of the stage it owns if that stage is in Stages, and
-	// receives replicas of the others in Stages.
+	// AllGather is coop's synchronisation: every device of the op's
+	// group contributes the weights of the stage it owns if that stage is
+	// in Stages, and receives replicas of the others in Stages.
 	AllGather
 	// AllToAll delivers the predicted boundaries: device p sends the input
 	// of stage k computed from shard p to device k, for every k ≥ 1.
@@ -70,7 +70,7 @@ var opKinds = [numOpKinds]struct {
 	// fitted: the predictor prices the op from its fits of block, loss
 	// and update times and corrects the price by a fitted scale.
 	fitted bool
-	// collective: every device of the program takes part.
+	// collective: every device of the op's group takes part.
 	collective bool
 }{
 	Forward:        {name: "forward", computes: true, blocks: true, fitted: true},
@@ -124,8 +124,8 @@ func (k OpKind) RunsBlocks() bool { return k.valid() && opKinds[k].blocks }
 // kind from the records' measured busy time.
 func (k OpKind) Fitted() bool { return k.valid() && opKinds[k].fitted }
 
-// Collective reports whether every device of a program takes part in
-// ops of kind k, in the same order on each.
+// Collective reports whether ops of kind k are collectives: every device
+// of the op's group (Op.Group) takes part, in the same order on each.
 func (k OpKind) Collective() bool { return k.valid() && opKinds[k].collective }
 
 // ParseOpKind returns the op kind with the given name.
@@ -157,7 +157,7 @@ func (p Payload) String() string {
 	return "activation"
 }
 
-// None marks a field an op does not use (Micro, Shard, Peer).
+// None marks a field an op does not use (Micro, Shard, Peer, Group).
 const None = -1
 
 // Op is one step of a device's program.
@@ -178,6 +178,9 @@ type Op struct {
 	Keep bool
 	// Stages lists the stages an AllGather synchronises.
 	Stages []int
+	// Group is the index in Program.Groups of the devices a collective
+	// spans, None for every other op.
+	Group int
 }
 
 // String formats the op compactly, as timelines show it: "F2.1" is the
@@ -278,6 +281,17 @@ type Program struct {
 	// live from its keeping Forward (or Recompute) to its Backward, or,
 	// split, to its BackwardWeight.
 	MaxLive []int
+	// Loads[k] is what device k reads from the data loader at the start
+	// of a step, in the order it reads them: the owner of the first stage
+	// the inputs of the whole mini-batch, the owner of the last stage
+	// their labels, and in coop with K ≥ 2 device p also the inputs of
+	// shard p, for its prediction step.
+	Loads [][]Load
+	// Groups are the sets of devices the collectives span, each in
+	// increasing device order; a collective op names its group by index
+	// (Op.Group). Coop with K ≥ 2 has one group, every device; the other
+	// schedules have no collectives and no groups.
+	Groups [][]int
 }
 
 // StagesOf returns the stages device k owns, in increasing order.

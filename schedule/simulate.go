@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -61,22 +62,25 @@ func (k transferKey) String() string {
 	return fmt.Sprintf("%s %d.%d from device %d to device %d", k.what, k.stage, k.micro, k.from, k.to)
 }
 
-// isCollective reports whether ops of kind k synchronise all devices.
+// isCollective reports whether ops of kind k synchronise the devices of
+// a group.
 func isCollective(k OpKind) bool { return k == AllGather || k == AllToAll }
 
 // Simulate runs program p as a discrete-event simulation in which op o of
 // device k takes cost(k, o) ≥ 0: each device runs its ops in order, a Recv
 // starts no earlier than the end of its matching Send (the i-th Recv of a
 // key matches the i-th Send of that key), and a collective starts on every
-// device when the last device reaches it and ends on each device after
-// that device's own cost: a rank leaves once the pieces it receives are
-// in, as the transport's collectives let it. The result depends only on p and
-// cost, never on the order in which the simulator visits devices.
+// device of its group (Program.Groups) when the last device of the group
+// reaches it and ends on each device after that device's own cost: a rank
+// leaves once the pieces it receives are in, as the transport's
+// collectives let it. The result depends only on p and cost, never on the
+// order in which the simulator visits devices.
 //
-// Simulate fails if a cost is negative or not finite, if the devices
+// Simulate fails if a cost is negative or not finite, if a collective
+// names no group or a group without its device, if the devices of a group
 // disagree on the kind of a collective, or if the program deadlocks; the
 // deadlock error names every blocked device and the op it waits in. It
-// runs in time linear in the number of ops.
+// runs in time linear in the number of ops and groups' devices.
 func Simulate(p *Program, cost func(device int, op Op) float64) (*Timeline, error) {
 	return simulate(p, func(k, i int) float64 { return cost(k, p.Devices[k][i]) })
 }
@@ -98,6 +102,7 @@ func simulate(p *Program, cost func(device, op int) float64) (*Timeline, error) 
 		taken:   make(map[transferKey]int),
 		waiting: make(map[transferKey]int),
 		ncoll:   make([]int, K),
+		arrived: make([][]int, len(p.Groups)),
 		inColl:  make([]bool, K),
 	}
 	for k, ops := range p.Devices {
@@ -134,9 +139,9 @@ type simulation struct {
 	taken   map[transferKey]int       // how many of them recvs have matched
 	waiting map[transferKey]int       // the device blocked in a recv of a key
 
-	ncoll   []int  // ncoll[k] is how many collectives device k has passed
-	arrived []int  // devices waiting in the current collective
-	inColl  []bool // inColl[k]: device k is in arrived
+	ncoll   []int   // ncoll[k] is how many collectives device k has passed
+	arrived [][]int // arrived[g]: devices waiting in group g's current collective
+	inColl  []bool  // inColl[k]: device k is in an arrived list
 }
 
 // opCost returns the cost of op i of device k, checked.
@@ -178,12 +183,17 @@ func (s *simulation) advance(k int) error {
 			if s.inColl[k] {
 				return nil // already counted; a spurious wake-up
 			}
+			members := s.p.GroupOf(o)
+			if !slices.Contains(members, k) {
+				return fmt.Errorf("simulate: device %d op %d (%v): group %d is %v, want a group of %d of 0..%d",
+					k, i, o, o.Group, members, k, len(s.p.Groups)-1)
+			}
 			s.inColl[k] = true
-			s.arrived = append(s.arrived, k)
-			if len(s.arrived) < len(s.p.Devices) {
+			s.arrived[o.Group] = append(s.arrived[o.Group], k)
+			if len(s.arrived[o.Group]) < len(members) {
 				return nil
 			}
-			return s.collective()
+			return s.collective(o.Group)
 		}
 		c, err := s.opCost(k, i)
 		if err != nil {
@@ -202,14 +212,15 @@ func (s *simulation) advance(k int) error {
 	return nil
 }
 
-// collective runs the collective every device has just reached, and makes
-// every device ready to go on.
-func (s *simulation) collective() error {
-	first := s.arrived[0]
+// collective runs the collective every device of group g has just
+// reached, and makes every device ready to go on.
+func (s *simulation) collective(g int) error {
+	arrived := s.arrived[g]
+	first := arrived[0]
 	want := s.p.Devices[first][s.next[first]]
 	var start float64
-	costs := make([]float64, len(s.arrived))
-	for i, k := range s.arrived {
+	costs := make([]float64, len(arrived))
+	for i, k := range arrived {
 		o := s.p.Devices[k][s.next[k]]
 		if o.Kind != want.Kind {
 			return fmt.Errorf("simulate: collective %d: device %d runs %s but device %d runs %s",
@@ -222,7 +233,7 @@ func (s *simulation) collective() error {
 		start = math.Max(start, s.clock[k])
 		costs[i] = ck
 	}
-	for i, k := range s.arrived {
+	for i, k := range arrived {
 		s.run(k, s.next[k], start, start+costs[i])
 		s.ncoll[k]++
 		s.inColl[k] = false
@@ -231,7 +242,7 @@ func (s *simulation) collective() error {
 	for k := range s.p.Devices {
 		s.ready = append(s.ready, k)
 	}
-	s.arrived = s.arrived[:0]
+	s.arrived[g] = arrived[:0]
 	return nil
 }
 
@@ -250,7 +261,9 @@ func (s *simulation) deadlock() error {
 		case o.Kind == Recv:
 			why = fmt.Sprintf(" for the send of %s", recvKey(k, o))
 		case isCollective(o.Kind):
-			why = fmt.Sprintf(", which %d of %d devices reached", len(s.arrived), len(s.p.Devices))
+			// A device blocks in a collective only after advance checked
+			// its group.
+			why = fmt.Sprintf(", which %d of %d devices reached", len(s.arrived[o.Group]), len(s.p.GroupOf(o)))
 		}
 		blocked = append(blocked, fmt.Sprintf("device %d waits in op %d (%v)%s", k, i, o, why))
 	}
