@@ -138,7 +138,7 @@ func TestPartition(t *testing.T) {
 func TestSweep(t *testing.T) {
 	s := Sweep{Models: []string{"mlp"}, Images: []int{0, 32}, Classes: []int{0}, Widths: []float64{1},
 		Batches: []int{12}, Devices: []int{1, 2}, Micro: []int{4, 8}, Schedules: []string{"single", "coop"},
-		Checkpoints: []string{"except-last"}, Prefetch: []int{1, 2}, Balance: BalanceMACs, Backend: "cpu", Threads: 3}
+		Variants: schedule.Variants{Prefetch: []int{1, 2}}, Balance: BalanceMACs, Backend: "cpu", Threads: 3}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +219,8 @@ func TestInterleavedDefaults(t *testing.T) {
 func TestSweepVirtualStages(t *testing.T) {
 	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1},
 		Batches: []int{4}, Devices: []int{1}, Micro: []int{2}, Schedules: []string{"1f1b", "interleaved"},
-		Checkpoints: []string{"except-last"}, Prefetch: []int{1}, VirtualStages: []int{1, 3},
-		Balance: BalanceMACs, Backend: "cpu", Threads: 1}
+		Variants: schedule.Variants{Virtual: []int{1, 3}},
+		Balance:  BalanceMACs, Backend: "cpu", Threads: 1}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,18 +237,18 @@ func TestSweepVirtualStages(t *testing.T) {
 		t.Errorf("configurations:\ngot  %q\nwant %q", got, want)
 	}
 	none := s
-	none.VirtualStages = nil
+	none.Variants.Virtual = nil
 	if cfgs, _, err := none.Expand(); err != nil || len(cfgs) != 2 || cfgs[1].Schedule.Virtual != schedule.DefaultVirtual {
 		t.Errorf("no virtual stages listed: got %v, %v; want interleaved at v=%d", cfgs, err, schedule.DefaultVirtual)
 	}
 	var fe *FieldError
 	bad := s
-	bad.VirtualStages = []int{0}
-	if err := bad.Check(); !errors.As(err, &fe) || err.Error() != "virtual-stages 0: need at least 1" {
+	bad.Variants.Virtual = []int{0}
+	if err := bad.Check(); !errors.As(err, &fe) || err.Error() != "virtual-stages 0: need at least 1 model chunk per device" {
 		t.Errorf("virtual stages 0: got %v, want a FieldError", err)
 	}
 	bad = s
-	bad.VirtualStages, bad.Devices = []int{2}, []int{2}
+	bad.Variants.Virtual, bad.Devices = []int{2}, []int{2}
 	if _, _, err := bad.Expand(); !errors.As(err, &fe) || fe.Field != "virtual-stages" ||
 		!strings.Contains(err.Error(), "2 devices × 2 virtual stages = 4") {
 		t.Errorf("K=2 v=2 on three blocks: got %v, want a FieldError for virtual-stages", err)
@@ -314,7 +314,7 @@ func TestOptimizerByName(t *testing.T) {
 		t.Errorf("Validate with optimizer lion: %v, want a RuleOptimizer error", err)
 	}
 	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1}, Batches: []int{4},
-		Devices: []int{1}, Micro: []int{1}, Schedules: []string{"gpipe"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1},
+		Devices: []int{1}, Micro: []int{1}, Schedules: []string{"gpipe"},
 		Balance: BalanceMACs, Backend: "cpu", Optimizer: "lion"}
 	var fe *FieldError
 	if err := s.Check(); !errors.As(err, &fe) || fe.Field != "optimizer" {

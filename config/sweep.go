@@ -15,24 +15,22 @@ import (
 
 // Sweep is lists of values whose every combination is one configuration:
 // models × images × classes × widths × batches × devices × micro-batches
-// × schedules, gpipe times the checkpoint modes, coop times the
-// look-ahead depths and interleaved times the virtual stages. The other
-// fields are the same in every configuration.
+// × schedules, each schedule times the values of its options that
+// Variants lists (gpipe's checkpoint modes, coop's look-ahead depths,
+// interleaved's virtual stages). The other fields are the same in every
+// configuration.
 type Sweep struct {
-	Models      []string
-	Images      []int // 0: the model's default; a model of flat vectors ignores it
-	Classes     []int // 0: the model's default
-	Widths      []float64
-	Batches     []int
-	Devices     []int
-	Micro       []int
-	Schedules   []string
-	Checkpoints []string // gpipe only
-	Prefetch    []int    // coop only
-	// VirtualStages are interleaved's model chunks per device v (the
-	// model is cut into K·v stages); the other schedules ignore them.
-	// Empty means schedule.DefaultVirtual.
-	VirtualStages []int
+	Models    []string
+	Images    []int // 0: the model's default; a model of flat vectors ignores it
+	Classes   []int // 0: the model's default
+	Widths    []float64
+	Batches   []int
+	Devices   []int
+	Micro     []int
+	Schedules []string
+	// Variants are the values of the schedules' options to try; an empty
+	// list means the option's default.
+	Variants schedule.Variants
 
 	Balance   Balance
 	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
@@ -87,7 +85,7 @@ func (s Sweep) Check() error {
 		n     int
 	}{{"model", len(s.Models)}, {"image", len(s.Images)}, {"classes", len(s.Classes)}, {"width", len(s.Widths)},
 		{"batch", len(s.Batches)}, {"devices", len(s.Devices)}, {"microbatches", len(s.Micro)},
-		{"schedule", len(s.Schedules)}, {"checkpoint", len(s.Checkpoints)}, {"prefetch", len(s.Prefetch)}} {
+		{"schedule", len(s.Schedules)}} {
 		if list.n == 0 {
 			return &FieldError{Field: list.field, Reason: "empty list"}
 		}
@@ -103,10 +101,9 @@ func (s Sweep) Check() error {
 				Reason: "unknown schedule (want " + strings.Join(schedule.Names(), ", ") + ")"}
 		}
 	}
-	for _, c := range s.Checkpoints {
-		if _, err := schedule.ParseCheckpoint(c); err != nil {
-			return &FieldError{Field: "checkpoint", Reason: err.Error(), Err: err}
-		}
+	var oe *schedule.OptionError
+	if err := s.Variants.Check(); errors.As(err, &oe) {
+		return &FieldError{Field: oe.Field, Value: fmt.Sprint(oe.Value), Reason: oe.Why, Err: err}
 	}
 	if err := s.checkCounts(); err != nil {
 		return err
@@ -150,7 +147,7 @@ func (s Sweep) checkCounts() error {
 		vals  []int
 		least int
 	}{{"image", s.Images, 0}, {"classes", s.Classes, 0}, {"batch", s.Batches, 1}, {"devices", s.Devices, 1},
-		{"microbatches", s.Micro, 1}, {"prefetch", s.Prefetch, 1}, {"virtual-stages", s.VirtualStages, 1}} {
+		{"microbatches", s.Micro, 1}} {
 		for _, v := range p.vals {
 			if v < p.least {
 				return &FieldError{Field: p.field, Value: fmt.Sprint(v), Reason: fmt.Sprintf("need at least %d", p.least)}
@@ -230,7 +227,6 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 
 // combinations are the pipeline configurations of one sized model.
 func (s Sweep) combinations(model string, mc models.Config) []Config {
-	variants := s.Variants()
 	var out []Config
 	for _, b := range s.Batches {
 		for _, k := range s.Devices {
@@ -240,7 +236,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 					if s.LR != 0 {
 						sgd.LR = float32(s.LR)
 					}
-					for _, opts := range variants.Of(name) {
+					for _, opts := range s.Variants.Of(name) {
 						opts.Devices, opts.Micro = k, m
 						out = append(out, Config{Optimizer: s.Optimizer, SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
 							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
@@ -252,18 +248,6 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 		}
 	}
 	return out
-}
-
-// Variants returns the sweep's lists of schedule options (Check checks
-// the checkpoint modes parse; one that does not is left out).
-func (s Sweep) Variants() schedule.Variants {
-	v := schedule.Variants{Prefetch: s.Prefetch, Virtual: s.VirtualStages}
-	for _, c := range s.Checkpoints {
-		if ck, err := schedule.ParseCheckpoint(c); err == nil {
-			v.Checkpoints = append(v.Checkpoints, ck)
-		}
-	}
-	return v
 }
 
 // backendBuilds says how to build the backends that a default build

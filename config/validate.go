@@ -153,7 +153,7 @@ func checkSchedule(s schedule.Options) error {
 	if oe.TooManyDevices {
 		rule = RuleSingle
 	}
-	return &InvalidError{Rule: rule, Field: oe.Field, Value: fmt.Sprint(oe.Value), Reason: oe.Reason, Err: oe}
+	return &InvalidError{Rule: rule, Field: oe.Field, Value: fmt.Sprint(oe.Value), Reason: oe.Error(), Err: oe}
 }
 
 // describedLimit bounds the descriptions describe keeps: a sweep sizes a

@@ -32,6 +32,20 @@ func (r SizeRecord) Describe() string {
 	return fmt.Sprintf("image %d, %d classes, width %g", r.Image, r.Classes, r.Width)
 }
 
+// Check reports a recorded size that no model could have had: a negative
+// count.
+func (r SizeRecord) Check() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"image", r.Image}, {"classes", r.Classes}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d is negative", f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // Record returns c's form in a run record.
 func (c Config) Record() SizeRecord {
 	return SizeRecord{Image: c.Image, Classes: c.Classes, Width: c.Width}

@@ -43,20 +43,8 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	slices.Sort(s.Micro)
 	order := schedule.Names()
 	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
-	// The lists of the options no run used hold their defaults, which
-	// Sweep.Check asks of gpipe's and coop's.
-	for _, ck := range variants.Checkpoints {
-		s.Checkpoints = append(s.Checkpoints, ck.String())
-	}
-	if len(s.Checkpoints) == 0 {
-		s.Checkpoints = []string{schedule.ExceptLast.String()}
-	}
-	s.Prefetch, s.VirtualStages = variants.Prefetch, variants.Virtual
-	slices.Sort(s.Prefetch)
-	if len(s.Prefetch) == 0 {
-		s.Prefetch = []int{schedule.DefaultPrefetch}
-	}
-	slices.Sort(s.VirtualStages)
+	variants.Sort()
+	s.Variants = variants
 	if len(balances) == 1 {
 		s.Balance = config.Balance(balances[0])
 	}

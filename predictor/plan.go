@@ -16,18 +16,19 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// PlanPrefetch are the coop look-ahead depths a plan tries: the shallowest
-// (least memory) and the next, which fills more of the bubble.
-var PlanPrefetch = []int{1, 2}
-
-// PlanVirtual are the interleaved chunk counts per device a plan tries:
-// Megatron-LM's usual two, and four, each shrinking the bubble further
-// for more transfers.
-var PlanVirtual = []int{2, 4}
-
-// PlanCheckpoints are the gpipe checkpoint modes a plan tries, from the
-// least recompute to the least memory.
-var PlanCheckpoints = []schedule.Checkpoint{schedule.Never, schedule.ExceptLast, schedule.Always}
+// PlanVariants returns the schedule options a plan tries by default:
+// gpipe's checkpoint modes from the least recompute to the least memory;
+// coop's shallowest look-ahead (least memory) and the next, which fills
+// more of the bubble; interleaved's chunk counts per device Megatron-LM's
+// usual two, and four, each shrinking the bubble further for more
+// transfers. An option not listed is tried at its default.
+func PlanVariants() schedule.Variants {
+	return schedule.Variants{
+		Checkpoints: []schedule.Checkpoint{schedule.Never, schedule.ExceptLast, schedule.Always},
+		Prefetch:    []int{1, 2},
+		Virtual:     []int{2, 4},
+	}
+}
 
 // PlanSpace is the configurations a plan weighs: Base (model, sizes, batch,
 // K in Schedule.Devices, balance, threads, backend) under every schedule
@@ -37,9 +38,9 @@ type PlanSpace struct {
 	Base      config.Config
 	Micro     []int
 	Schedules []string // nil: every schedule of the runner
-	// Virtual are interleaved's chunk counts per device (nil:
-	// PlanVirtual).
-	Virtual []int
+	// Variants are the schedule options to try; each empty list takes
+	// PlanVariants'.
+	Variants schedule.Variants
 }
 
 // PlanSkip counts the configurations of one kind that a plan left out,
@@ -98,11 +99,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 
 // planOptions are the option sets of a schedule that a plan tries.
 func (s PlanSpace) planOptions(name string) []schedule.Options {
-	virtual := s.Virtual
-	if virtual == nil {
-		virtual = PlanVirtual
-	}
-	return schedule.Variants{Checkpoints: PlanCheckpoints, Prefetch: PlanPrefetch, Virtual: virtual}.Of(name)
+	return s.Variants.Or(PlanVariants()).Of(name)
 }
 
 // planSkipReason says why configurations breaking rule r are left out.

@@ -110,14 +110,16 @@ func (c *RunConfig) validate() error {
 		name string
 		v    int
 	}{
-		{"image", c.Image}, {"classes", c.Classes}, {"prefetch", c.Prefetch}, {"virtual_stages", c.Virtual},
 		{"threads", c.Threads}, {"steps", c.Steps}, {"warmup", c.Warmup},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("%s %d is negative", f.name, f.v)
 		}
 	}
-	return nil
+	if err := c.SizeRecord.Check(); err != nil {
+		return err
+	}
+	return c.RecordOptions.Check()
 }
 
 // validateCounts checks that the parts of a record agree in size. A

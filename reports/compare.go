@@ -3,7 +3,9 @@ package reports
 import (
 	"fmt"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // CompareOptions tune CompareTable.
@@ -17,23 +19,19 @@ type CompareOptions struct {
 // CompareTable: the workload, the schedule with its options, the
 // pipeline shape, the threads and the backend.
 type compareKey struct {
-	model                    string
-	image, classes           int
-	width                    float64
-	batch                    int
-	schedule, checkpoint     string
-	prefetch, devices, micro int
-	virtual                  int
-	threads                  int
-	backend                  string
+	model   string
+	size    models.SizeRecord
+	batch   int
+	opts    schedule.RecordOptions
+	threads int
+	backend string
 }
 
 func compareKeyOf(r *profiler.Record) compareKey {
 	c := r.Config
 	return compareKey{
-		model: c.Model, image: c.Image, classes: c.Classes, width: c.Width, batch: c.Batch,
-		schedule: c.Schedule, checkpoint: c.Checkpoint, prefetch: c.Prefetch, virtual: c.Virtual,
-		devices: c.Devices, micro: c.Micro, threads: c.Threads, backend: r.Env.Backend,
+		model: c.Model, size: c.SizeRecord, batch: c.Batch, opts: c.RecordOptions,
+		threads: c.Threads, backend: r.Env.Backend,
 	}
 }
 

@@ -219,6 +219,6 @@ func runsBaseline(recs []profiler.Record, i int) *profiler.Record {
 // runsSameWorkload reports whether two runs train the same model on the same
 // pipeline shape, so that their times compare schedules alone.
 func runsSameWorkload(a, b profiler.RunConfig) bool {
-	return a.Model == b.Model && a.Image == b.Image && a.Classes == b.Classes && a.Width == b.Width &&
+	return a.Model == b.Model && a.SizeRecord == b.SizeRecord &&
 		a.Batch == b.Batch && a.Devices == b.Devices && a.Micro == b.Micro
 }

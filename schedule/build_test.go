@@ -13,18 +13,18 @@ func TestBuildErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"unknown name", Options{Name: "pipedream", Devices: 2, Micro: 2}, `unknown schedule "pipedream"`},
-		{"no devices", Options{Name: GPipe, Devices: 0, Micro: 2}, "0 devices: need at least 1"},
-		{"negative devices", Options{Name: OneF1B, Devices: -1, Micro: 2}, "-1 devices"},
-		{"no micro-batches", Options{Name: GPipe, Devices: 2, Micro: 0}, "0 micro-batches: need at least 1"},
+		{"unknown name", Options{Name: "pipedream", Devices: 2, Micro: 2}, `schedule "pipedream": unknown`},
+		{"no devices", Options{Name: GPipe, Devices: 0, Micro: 2}, "devices 0: need at least 1"},
+		{"negative devices", Options{Name: OneF1B, Devices: -1, Micro: 2}, "devices -1"},
+		{"no micro-batches", Options{Name: GPipe, Devices: 2, Micro: 0}, "microbatches 0: need at least 1"},
 		{"single on two devices", Options{Name: Single, Devices: 2, Micro: 1}, "single at K=2: it runs on one device"},
 		{"coop without prefetch", Options{Name: Coop, Devices: 2, Micro: 2}, "prefetch 0: need at least 1"},
 		{"coop negative prefetch", Options{Name: Coop, Devices: 2, Micro: 2, Prefetch: -3}, "prefetch -3"},
-		{"gpipe bad checkpoint", Options{Name: GPipe, Devices: 2, Micro: 2, Checkpoint: 7}, "checkpoint mode 7: unknown"},
+		{"gpipe bad checkpoint", Options{Name: GPipe, Devices: 2, Micro: 2, Checkpoint: 7}, "checkpoint 7: unknown mode"},
 		{"interleaved without virtual stages", Options{Name: Interleaved, Devices: 2, Micro: 2}, "virtual-stages 0: need at least 1"},
 		{"interleaved negative virtual stages", Options{Name: Interleaved, Devices: 2, Micro: 2, Virtual: -2}, "virtual-stages -2"},
-		{"zb-h1 no micro-batches", Options{Name: ZBH1, Devices: 2, Micro: 0}, "0 micro-batches: need at least 1"},
-		{"zb-h2 no devices", Options{Name: ZBH2, Devices: 0, Micro: 2}, "0 devices: need at least 1"},
+		{"zb-h1 no micro-batches", Options{Name: ZBH1, Devices: 2, Micro: 0}, "microbatches 0: need at least 1"},
+		{"zb-h2 no devices", Options{Name: ZBH2, Devices: 0, Micro: 2}, "devices 0: need at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

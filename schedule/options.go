@@ -76,7 +76,10 @@ type OptionError struct {
 	Field string
 	// Value is the value at fault.
 	Value any
-	// Reason is the whole message.
+	// Why says what is wrong with the value: "need at least 1".
+	Why string
+	// Reason, when set, is the whole message in place of "Field Value:
+	// Why".
 	Reason string
 	// TooManyDevices is set when the options are right on their own but
 	// the schedule runs on fewer devices (single at K = 2): a sweep over
@@ -84,10 +87,15 @@ type OptionError struct {
 	TooManyDevices bool
 }
 
-func (e *OptionError) Error() string { return e.Reason }
+func (e *OptionError) Error() string {
+	if e.Reason != "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Why)
+}
 
 func optionError(field string, value any, format string, args ...any) error {
-	return &OptionError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	return &OptionError{Field: field, Value: value, Why: fmt.Sprintf(format, args...)}
 }
 
 // Check reports an option that the schedule cannot take, as an
@@ -97,20 +105,20 @@ func optionError(field string, value any, format string, args ...any) error {
 func (o Options) Check() error {
 	switch {
 	case !slices.Contains(Names(), o.Name):
-		return optionError("schedule", o.Name, "unknown schedule %q (want %s)", o.Name, strings.Join(Names(), ", "))
+		return optionError("schedule", fmt.Sprintf("%q", o.Name), "unknown (want %s)", strings.Join(Names(), ", "))
 	case o.Devices < 1:
-		return optionError("devices", o.Devices, "%d devices: need at least 1", o.Devices)
+		return optionError("devices", o.Devices, "need at least 1")
 	case o.Micro < 1:
-		return optionError("microbatches", o.Micro, "%d micro-batches: need at least 1", o.Micro)
+		return optionError("microbatches", o.Micro, "need at least 1")
 	case o.MaxDevices() > 0 && o.Devices > o.MaxDevices():
 		return &OptionError{Field: "schedule", Value: o.Name, TooManyDevices: true,
 			Reason: fmt.Sprintf("single at K=%d: it runs on one device", o.Devices)}
 	case o.Name == GPipe && (o.Checkpoint < ExceptLast || o.Checkpoint > Never):
-		return optionError("checkpoint", o.Checkpoint, "checkpoint mode %d: unknown", int(o.Checkpoint))
+		return optionError("checkpoint", int(o.Checkpoint), "unknown mode")
 	case o.Name == Coop && o.Prefetch < 1:
-		return optionError("prefetch", o.Prefetch, "prefetch %d: need at least 1", o.Prefetch)
+		return optionError("prefetch", o.Prefetch, "need at least 1")
 	case o.Name == Interleaved && o.Virtual < 1:
-		return optionError("virtual-stages", o.Virtual, "virtual-stages %d: need at least 1 model chunk per device", o.Virtual)
+		return optionError("virtual-stages", o.Virtual, "need at least 1 model chunk per device")
 	}
 	return nil
 }
@@ -190,6 +198,20 @@ type RecordOptions struct {
 	Virtual    int    `json:"virtual_stages,omitempty"` // interleaved's chunks per device v: Devices·Virtual stages
 }
 
+// Check reports a recorded option that no run could have had: a
+// negative look-ahead or chunk count.
+func (r RecordOptions) Check() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"prefetch", r.Prefetch}, {"virtual_stages", r.Virtual}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d is negative", f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // Options returns the options r records. A record without a checkpoint
 // mode has gpipe's default.
 func (r RecordOptions) Options() (Options, error) {
@@ -238,63 +260,4 @@ func (r RecordOptions) ShortLabel() string {
 		return r.Schedule
 	}
 	return r.Label()
-}
-
-// Variants are lists of option values that a sweep or a plan tries:
-// each schedule takes the lists of the options it uses, and an empty
-// list its default.
-type Variants struct {
-	Checkpoints []Checkpoint
-	Prefetch    []int
-	Virtual     []int
-}
-
-// Of returns the options of schedule name, one for each value of the
-// lists of the options it uses (Devices and Micro left zero).
-func (v Variants) Of(name string) []Options {
-	var out []Options
-	switch name {
-	case GPipe:
-		for _, c := range orDefault(v.Checkpoints, ExceptLast) {
-			out = append(out, Options{Name: name, Checkpoint: c})
-		}
-	case Coop:
-		for _, d := range orDefault(v.Prefetch, DefaultPrefetch) {
-			out = append(out, Options{Name: name, Prefetch: d})
-		}
-	case Interleaved:
-		for _, n := range orDefault(v.Virtual, DefaultVirtual) {
-			out = append(out, Options{Name: name, Virtual: n})
-		}
-	default:
-		out = append(out, Options{Name: name})
-	}
-	return out
-}
-
-// Add adds the values of the options o's schedule uses to the lists that
-// do not hold them yet.
-func (v *Variants) Add(o Options) {
-	switch o.Name {
-	case GPipe:
-		v.Checkpoints = appendNew(v.Checkpoints, o.Checkpoint)
-	case Coop:
-		v.Prefetch = appendNew(v.Prefetch, o.Prefetch)
-	case Interleaved:
-		v.Virtual = appendNew(v.Virtual, o.Virtual)
-	}
-}
-
-func orDefault[T any](list []T, def T) []T {
-	if len(list) == 0 {
-		return []T{def}
-	}
-	return list
-}
-
-func appendNew[T comparable](list []T, v T) []T {
-	if slices.Contains(list, v) {
-		return list
-	}
-	return append(list, v)
 }

@@ -38,10 +38,10 @@ type PlanOptions struct {
 	Data      []string
 	Schedules []string
 	Micro     []int
-	// Virtual are interleaved's chunks per device v to try.
-	Virtual []int
-	Threads int
-	SVG     string
+	// Variants are the schedule options to try.
+	Variants schedule.Variants
+	Threads  int
+	SVG      string
 
 	MemoryBytes int64
 }
@@ -58,7 +58,8 @@ func NewCmdPlan(streams *IOStreams, runF func(*PlanOptions) error) *cobra.Comman
 		Short: "Pick the schedule, micro-batches and checkpointing under a memory budget",
 		Long: `Weigh every schedule for one model, batch and device count: gpipe in each
 checkpoint mode (never, except-last, always), coop at look-ahead 1 and 2,
-1f1b, interleaved at each --virtual-stages, zb-h1, zb-h2, and single on
+1f1b, interleaved at 2 and 4 chunks per device (--checkpoint, --prefetch
+and --virtual-stages list others), zb-h1, zb-h2, and single on
 one device, each at every micro-batch count of
 --microbatches that the batch splits into. Each configuration's peak
 memory per device, by category, comes from one step on the meta backend:
@@ -105,7 +106,8 @@ bar).`,
 	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs to forecast step times from")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules to weigh: "+strings.Join(schedule.Names(), ",")+" (default: all)")
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultPlanMicro, "numbers of micro-batches M per step to try")
-	f.IntSliceVar(&opts.Virtual, "virtual-stages", slices.Clone(predictor.PlanVirtual), "interleaved: model chunks per device v to try; the model is cut into K·v stages")
+	opts.Variants = predictor.PlanVariants()
+	addScheduleOptionFlags(f, &opts.Variants, "; a plan tries each")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's, else the cores over K)")
 	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
@@ -131,8 +133,6 @@ func (o *PlanOptions) validate() error {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the default)", o.Threads)
 	case len(o.Micro) == 0:
 		return usageErrorf("--microbatches: empty list")
-	case len(o.Virtual) == 0:
-		return usageErrorf("--virtual-stages: empty list")
 	case !(o.Width > 0) || math.IsInf(o.Width, 1):
 		return usageErrorf("--width %g: must be a positive number", o.Width)
 	case o.Image < 0 || o.Classes < 0:
@@ -166,7 +166,7 @@ func (o *PlanOptions) validate() error {
 	if err := base.Validate(); errors.As(err, &inv) && !inv.Rule.Misfit() {
 		return usageErrorf("--%s %s: %s", inv.Field, inv.Value, inv.Reason)
 	}
-	return o.validateVirtual()
+	return o.validateVariants()
 }
 
 // byteUnits are the suffixes parseBytes takes, lower case.
@@ -249,7 +249,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules, Virtual: opts.Virtual}
+	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules, Variants: opts.Variants}
 	cfgs, skips, err := space.Configs()
 	if err != nil {
 		return sweepError(err, nil)

@@ -126,9 +126,7 @@ draws forecast against measured step times.`,
 	f.IntSliceVar(&opts.Devices, "devices", nil, "numbers of devices K (default: the data's)")
 	f.IntSliceVar(&opts.Micro, "microbatches", nil, "numbers of micro-batches M per step (default: the data's)")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
-	f.StringSliceVar(&opts.Checkpoints, "checkpoint", nil, "gpipe checkpointing: never,except-last,always (default: the data's)")
-	f.IntSliceVar(&opts.Prefetch, "prefetch", nil, "coop look-ahead depths d (default: the data's)")
-	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", nil, virtualStagesUsage+" (default: the data's, else 2)")
+	addScheduleOptionFlags(f, &opts.Variants, " (default: the data's, else the option's default)")
 	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
@@ -150,8 +148,8 @@ draws forecast against measured step times.`,
 
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
-var predictConfigFlags = []string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
-	"schedule", "checkpoint", "prefetch", "virtual-stages", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}
+var predictConfigFlags = append([]string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
+	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}, scheduleOptionFlagNames()...)
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -180,7 +178,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 			return usageErrorf("--%s applies to --validate only", name)
 		}
 	}
-	for _, name := range []string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule", "checkpoint", "prefetch", "virtual-stages"} {
+	for _, name := range append([]string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule"}, scheduleOptionFlagNames()...) {
 		if f := flags.Lookup(name); f != nil && f.Changed && f.Value.String() == "[]" {
 			return usageErrorf("--%s: empty list", name)
 		}
@@ -205,7 +203,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 var predictDefaults = config.Sweep{
 	Models: defaultProfileModels, Images: defaultProfileImages, Classes: []int{0}, Widths: defaultProfileWidths,
 	Batches: defaultProfileBatches, Devices: defaultProfileDevices, Micro: defaultProfileMicro,
-	Schedules: defaultProfileSchedules, Checkpoints: []string{schedule.ExceptLast.String()}, Prefetch: []int{1},
+	Schedules: defaultProfileSchedules, Variants: schedule.DefaultVariants(),
 	Balance: config.BalanceTime, Backend: tensor.CPUBackend, Dataset: "synthetic", Seed: 1,
 }
 
@@ -235,9 +233,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s.Devices = pickInt(o.Devices, data.Devices)
 	s.Micro = pickInt(o.Micro, data.Micro)
 	s.Schedules = pick(o.Schedules, data.Schedules)
-	s.Checkpoints = pick(o.Checkpoints, data.Checkpoints)
-	s.Prefetch = pickInt(o.Prefetch, data.Prefetch)
-	s.VirtualStages = pickInt(o.VirtualStages, data.VirtualStages)
+	s.Variants = o.Variants.Or(data.Variants)
 	if o.Balance != "" {
 		s.Balance = o.Balance
 	}

@@ -35,8 +35,6 @@ func writePredictionTimeline(w io.Writer, pred profiler.Record, recs []profiler.
 // a run does.
 func sameConfiguration(a, b *profiler.Record) bool {
 	x, y := a.Config, b.Config
-	return predictor.KeyOf(a) == predictor.KeyOf(b) && x.Batch == y.Batch && x.Devices == y.Devices &&
-		x.Micro == y.Micro && x.Schedule == y.Schedule && x.Checkpoint == y.Checkpoint && x.Prefetch == y.Prefetch &&
-		x.Virtual == y.Virtual &&
+	return predictor.KeyOf(a) == predictor.KeyOf(b) && x.Batch == y.Batch && x.RecordOptions == y.RecordOptions &&
 		x.Balance == y.Balance && x.StragglerDevice == y.StragglerDevice && x.StragglerFactor == y.StragglerFactor
 }

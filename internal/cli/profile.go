@@ -132,9 +132,8 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.IntSliceVar(&opts.Devices, "devices", defaultProfileDevices, "numbers of devices K, one pipeline stage each")
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultProfileMicro, "numbers of micro-batches M per step (coop: slices)")
 	f.StringSliceVar(&opts.Schedules, "schedule", defaultProfileSchedules, "schedules: "+strings.Join(schedule.Names(), ","))
-	f.StringSliceVar(&opts.Checkpoints, "checkpoint", []string{schedule.ExceptLast.String()}, "gpipe checkpointing: never,except-last,always")
-	f.IntSliceVar(&opts.Prefetch, "prefetch", []int{1}, "coop look-ahead depths d")
-	f.IntSliceVar(&opts.VirtualStages, "virtual-stages", []int{schedule.DefaultVirtual}, virtualStagesUsage)
+	opts.Variants = schedule.DefaultVariants()
+	addScheduleOptionFlags(f, &opts.Variants, "")
 	// Time is the default: at small widths per-op overheads, not MACs,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.
@@ -161,9 +160,6 @@ run. Progress is shown on standard error when it is a terminal.`,
 	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
-
-// virtualStagesUsage is the help of --virtual-stages.
-const virtualStagesUsage = "interleaved: model chunks per device v; the model is cut into K·v stages"
 
 // validate checks each flag on its own (config.Sweep.Check), and the
 // steps; expandSweep checks how they combine.

@@ -50,7 +50,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 			want := ProfileOptions{
 				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
 					Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
-					Schedules: []string{"gpipe", "coop"}, Checkpoints: []string{"except-last"}, Prefetch: []int{1}, VirtualStages: []int{schedule.DefaultVirtual},
+					Schedules: []string{"gpipe", "coop"}, Variants: schedule.DefaultVariants(),
 					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu", Transport: "inprocess", Optimizer: "sgd", LR: 0.01},
 				Steps: 5, Warmup: 1, Timeout: 10 * time.Minute,
 			}
@@ -64,8 +64,8 @@ func TestNewCmdProfileFlags(t *testing.T) {
 			"--output", "json", "--balance", "params", "--seed", "7", "--dataset", "synthetic:64"},
 			check: func(t *testing.T, o *ProfileOptions) {
 				if !reflect.DeepEqual(o.Models, []string{"mlp", "vgg16"}) || !reflect.DeepEqual(o.Devices, []int{1, 2, 4}) ||
-					!reflect.DeepEqual(o.Micro, []int{1, 2, 4, 8}) || !reflect.DeepEqual(o.Checkpoints, []string{"never", "always"}) ||
-					!reflect.DeepEqual(o.Widths, []float64{0.5, 1}) || !reflect.DeepEqual(o.Prefetch, []int{1, 2}) ||
+					!reflect.DeepEqual(o.Micro, []int{1, 2, 4, 8}) || !reflect.DeepEqual(o.Variants.Checkpoints, []schedule.Checkpoint{schedule.Never, schedule.Always}) ||
+					!reflect.DeepEqual(o.Widths, []float64{0.5, 1}) || !reflect.DeepEqual(o.Variants.Prefetch, []int{1, 2}) ||
 					!reflect.DeepEqual(o.Schedules, []string{"gpipe", "1f1b"}) {
 					t.Errorf("lists: %+v", *o)
 				}

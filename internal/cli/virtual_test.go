@@ -17,18 +17,18 @@ func TestVirtualStagesFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(o.VirtualStages, []int{2, 4}) {
-		t.Errorf("profile --virtual-stages 2,4: got %v", o.VirtualStages)
+	if !slices.Equal(o.Variants.Virtual, []int{2, 4}) {
+		t.Errorf("profile --virtual-stages 2,4: got %v", o.Variants.Virtual)
 	}
 	p, err := parsePredict(t, "--data", "a.jsonl", "--virtual-stages", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.VirtualStages, []int{3}) {
-		t.Errorf("predict --virtual-stages 3: got %v", p.VirtualStages)
+	if !slices.Equal(p.Variants.Virtual, []int{3}) {
+		t.Errorf("predict --virtual-stages 3: got %v", p.Variants.Virtual)
 	}
-	if p, err := parsePredict(t, "--data", "a.jsonl"); err != nil || p.VirtualStages != nil {
-		t.Errorf("predict without --virtual-stages: got %v, %v; want the data's (nil)", p.VirtualStages, err)
+	if p, err := parsePredict(t, "--data", "a.jsonl"); err != nil || p.Variants.Virtual != nil {
+		t.Errorf("predict without --virtual-stages: got %v, %v; want the data's (nil)", p.Variants.Virtual, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -95,7 +95,7 @@ func TestPlanConfigsVirtualStages(t *testing.T) {
 	}
 	base := config.Config{Model: "mlp", ModelConfig: a.Sized(0, 0, 0.25), Batch: 8,
 		Schedule: schedule.Options{Devices: 1}, Balance: config.BalanceMACs, Backend: "cpu", Threads: 1, Dataset: "synthetic"}
-	space := predictor.PlanSpace{Base: base, Micro: []int{1, 2, 3}, Schedules: []string{schedule.OneF1B, schedule.Interleaved}, Virtual: []int{1, 3, 4}}
+	space := predictor.PlanSpace{Base: base, Micro: []int{1, 2, 3}, Schedules: []string{schedule.OneF1B, schedule.Interleaved}, Variants: schedule.Variants{Virtual: []int{1, 3, 4}}}
 	cfgs, skips, err := space.Configs()
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestPlanConfigsVirtualStages(t *testing.T) {
 	if !slices.Equal(skips, wantSkips) {
 		t.Errorf("skips:\ngot  %+v\nwant %+v", skips, wantSkips)
 	}
-	space.Schedules, space.Virtual = []string{schedule.Interleaved}, []int{1}
+	space.Schedules, space.Variants.Virtual = []string{schedule.Interleaved}, []int{1}
 	if cfgs, _, err := space.Configs(); err != nil || len(cfgs) != 2 {
 		t.Errorf("interleaved alone: got %d configurations, %v; want 2 (and no other schedule)", len(cfgs), err)
 	}
