@@ -1,145 +1,61 @@
-package models
+package models_test
 
 import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/models/modeltest"
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// conv3 returns a convolution without bias, as the zoo's blocks use.
-func convNoBias(dev tensor.Device, rng *rand.Rand, in, out, kh, kw, stride, padH, padW int) *Conv2D {
-	return NewConv2D(dev, Conv2DConfig{In: in, Out: out, KH: kh, KW: kw, StrideH: stride, StrideW: stride, PadH: padH, PadW: padW}, rng)
-}
-
-// basicConv2d is torchvision's Inception BasicConv2d: conv (no bias), bn
-// with eps 1e-3, relu.
-func basicConv2d(dev tensor.Device, rng *rand.Rand, in, out, kh, kw, padH, padW int) *Sequential {
-	return NewSequential(
-		Child{"conv", convNoBias(dev, rng, in, out, kh, kw, 1, padH, padW)},
-		Child{"bn", NewBatchNorm2D(dev, out, tensor.BatchNormParams{Momentum: 0.1, Eps: 1e-3})},
-		Child{"", NewReLU()},
-	)
-}
-
-// smallSequential is a VGG-like stack: conv, bn, relu, maxpool, flatten,
-// linear, on [N, 3, 7, 7] inputs.
-func smallSequential(dev tensor.Device, rng *rand.Rand) Layer {
-	return Seq(
-		NewConv2D(dev, Conv2DConfig{In: 3, Out: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Bias: true}, rng),
-		NewBatchNorm2D(dev, 4, tensor.DefaultBatchNorm()),
-		NewReLU(),
-		NewMaxPool2D(tensor.Pool2DParams{KH: 2, KW: 2, StrideH: 2, StrideW: 2}),
-		NewFlatten(),
-		NewLinear(dev, 4*3*3, 5, true, rng),
-	)
-}
-
-// smallInceptionE has InceptionE's structure with few channels: branch1x1;
-// branch3x3_1 followed by branch3x3_2a and branch3x3_2b side by side;
-// and an average pool followed by branch_pool. The nested groups have
-// empty names, so the state_dict names are torchvision's.
-func smallInceptionE(dev tensor.Device, rng *rand.Rand) Layer {
-	return NewConcat(
-		Child{"branch1x1", basicConv2d(dev, rng, 4, 3, 1, 1, 0, 0)},
-		Child{"", NewSequential(
-			Child{"branch3x3_1", basicConv2d(dev, rng, 4, 3, 1, 1, 0, 0)},
-			Child{"", NewConcat(
-				Child{"branch3x3_2a", basicConv2d(dev, rng, 3, 2, 1, 3, 0, 1)},
-				Child{"branch3x3_2b", basicConv2d(dev, rng, 3, 2, 3, 1, 1, 0)},
-			)},
-		)},
-		Child{"", NewSequential(
-			Child{"", NewAvgPool2D(tensor.Pool2DParams{KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1})},
-			Child{"branch_pool", basicConv2d(dev, rng, 4, 2, 1, 1, 0, 0)},
-		)},
-	)
-}
-
-// smallBottleneck is torchvision's Bottleneck with stride 2 and a
-// downsample shortcut: in → width → width (3x3, stride 2) → out.
-func smallBottleneck(dev tensor.Device, rng *rand.Rand, in, width, out int) Layer {
-	bnp := tensor.DefaultBatchNorm()
-	return NewResidual(
-		Child{"", NewSequential(
-			Child{"conv1", convNoBias(dev, rng, in, width, 1, 1, 1, 0, 0)},
-			Child{"bn1", NewBatchNorm2D(dev, width, bnp)},
-			Child{"", NewReLU()},
-			Child{"conv2", convNoBias(dev, rng, width, width, 3, 3, 2, 1, 1)},
-			Child{"bn2", NewBatchNorm2D(dev, width, bnp)},
-			Child{"", NewReLU()},
-			Child{"conv3", convNoBias(dev, rng, width, out, 1, 1, 1, 0, 0)},
-			Child{"bn3", NewBatchNorm2D(dev, out, bnp)},
-		)},
-		Child{"downsample", Seq(convNoBias(dev, rng, in, out, 1, 1, 2, 0, 0), NewBatchNorm2D(dev, out, bnp))},
-		NewReLU(),
-	)
-}
-
-// smallBasicBlock is torchvision's BasicBlock without downsampling: the
-// shortcut is the identity, so the block adds its borrowed input.
-func smallBasicBlock(dev tensor.Device, rng *rand.Rand, c int) Layer {
-	bnp := tensor.DefaultBatchNorm()
-	return NewResidual(
-		Child{"", NewSequential(
-			Child{"conv1", convNoBias(dev, rng, c, c, 3, 3, 1, 1, 1)},
-			Child{"bn1", NewBatchNorm2D(dev, c, bnp)},
-			Child{"", NewReLU()},
-			Child{"conv2", convNoBias(dev, rng, c, c, 3, 3, 1, 1, 1)},
-			Child{"bn2", NewBatchNorm2D(dev, c, bnp)},
-		)},
-		Child{},
-		NewReLU(),
-	)
-}
-
 // TestContainers checks composed blocks against float64 references
 // composed from package reference, forward and every gradient, with the
-// memory and ownership checks of checkLayer.
+// memory and ownership checks of modeltest.CheckLayer.
 func TestContainers(t *testing.T) {
-	train := Pass{Train: true, Seed: 5, Step: 2}
+	train := models.Pass{Train: true, Seed: 5, Step: 2}
 	tests := []struct {
 		name  string
-		build func(tensor.Device, *rand.Rand) Layer
+		build func(tensor.Device, *rand.Rand) models.Layer
 		in    tensor.Shape
-		pass  Pass
+		pass  models.Pass
 	}{
-		{"sequential conv-bn-relu-maxpool-flatten-linear, batch 3", smallSequential, tensor.Shape{3, 3, 7, 7}, train},
-		{"sequential, batch 1, eval", smallSequential, tensor.Shape{1, 3, 7, 7}, Pass{}},
-		{"concat with a nested concat (inceptionE), batch 2", smallInceptionE, tensor.Shape{2, 4, 5, 5}, train},
-		{"concat with a nested concat (inceptionE), batch 1", smallInceptionE, tensor.Shape{1, 4, 3, 5}, train},
-		{"residual bottleneck stride 2 with downsample, batch 2", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return smallBottleneck(dev, rng, 6, 3, 8)
+		{"sequential conv-bn-relu-maxpool-flatten-linear, batch 3", models.SmallSequential, tensor.Shape{3, 3, 7, 7}, train},
+		{"sequential, batch 1, eval", models.SmallSequential, tensor.Shape{1, 3, 7, 7}, models.Pass{}},
+		{"concat with a nested concat (inceptionE), batch 2", models.SmallInceptionE, tensor.Shape{2, 4, 5, 5}, train},
+		{"concat with a nested concat (inceptionE), batch 1", models.SmallInceptionE, tensor.Shape{1, 4, 3, 5}, train},
+		{"residual bottleneck stride 2 with downsample, batch 2", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.SmallBottleneck(dev, rng, 6, 3, 8)
 		}, tensor.Shape{2, 6, 7, 5}, train},
-		{"residual bottleneck, frozen stats, batch 1", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return smallBottleneck(dev, rng, 4, 2, 6)
-		}, tensor.Shape{1, 4, 5, 5}, Pass{Train: true, FreezeStats: true}},
-		{"residual with identity shortcut (basic block), batch 3", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return smallBasicBlock(dev, rng, 3)
+		{"residual bottleneck, frozen stats, batch 1", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.SmallBottleneck(dev, rng, 4, 2, 6)
+		}, tensor.Shape{1, 4, 5, 5}, models.Pass{Train: true, FreezeStats: true}},
+		{"residual with identity shortcut (basic block), batch 3", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.SmallBasicBlock(dev, rng, 3)
 		}, tensor.Shape{3, 3, 5, 5}, train},
 		// The sum must not be taken in place in the main path's output
 		// while a context holds it (the relu saved it), nor in a view of
 		// the borrowed input or gradient (an identity path returns one).
-		{"residual whose main path ends in a saved relu", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return NewResidual(Child{"", Seq(convNoBias(dev, rng, 3, 3, 3, 3, 1, 1, 1), NewReLU())}, Child{}, nil)
+		{"residual whose main path ends in a saved relu", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.NewResidual(models.Child{Layer: models.Seq(models.ConvNoBias(dev, rng, 3, 3, 3, 3, 1, 1, 1), models.NewReLU())}, models.Child{}, nil)
 		}, tensor.Shape{2, 3, 4, 5}, train},
-		{"residual whose main path is an identity view", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return NewResidual(Child{"", NewDropout(0, 1)}, Child{"downsample", convNoBias(dev, rng, 3, 3, 1, 1, 1, 0, 0)}, nil)
+		{"residual whose main path is an identity view", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.NewResidual(models.Child{Layer: models.NewDropout(0, 1)}, models.Child{Name: "downsample", Layer: models.ConvNoBias(dev, rng, 3, 3, 1, 1, 1, 0, 0)}, nil)
 		}, tensor.Shape{2, 3, 4, 5}, train},
-		{"sequential with dropout, batch 3", func(dev tensor.Device, rng *rand.Rand) Layer {
-			return Seq(NewLinear(dev, 6, 8, true, rng), NewReLU(), NewDropout(0.5, 1), NewLinear(dev, 8, 3, true, rng))
-		}, tensor.Shape{3, 6}, Pass{Train: true, Seed: 9, Step: 1, Sample: 4}},
-		{"empty sequential is the identity", func(tensor.Device, *rand.Rand) Layer { return Seq() }, tensor.Shape{2, 3}, train},
+		{"sequential with dropout, batch 3", func(dev tensor.Device, rng *rand.Rand) models.Layer {
+			return models.Seq(models.NewLinear(dev, 6, 8, true, rng), models.NewReLU(), models.NewDropout(0.5, 1), models.NewLinear(dev, 8, 3, true, rng))
+		}, tensor.Shape{3, 6}, models.Pass{Train: true, Seed: 9, Step: 1, Sample: 4}},
+		{"empty sequential is the identity", func(tensor.Device, *rand.Rand) models.Layer { return models.Seq() }, tensor.Shape{2, 3}, train},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dev := newDevice(t)
-			rng := newRand(uint64(200 + i))
+			dev := modeltest.NewDevice(t)
+			rng := modeltest.NewRand(uint64(200 + i))
 			l := tc.build(dev, rng)
-			randomizeParams(dev, l, rng)
-			checkLayer(t, dev, l, tc.pass, tc.in, rng, blockRTol, blockATol)
-			ReleaseLayer(l)
-			checkNoLeak(t, dev)
+			modeltest.RandomizeParams(dev, l, rng)
+			modeltest.CheckLayer(t, dev, l, tc.pass, tc.in, rng, modeltest.BlockRTol, modeltest.BlockATol)
+			models.ReleaseLayer(l)
+			modeltest.CheckNoLeak(t, dev)
 		})
 	}
 }

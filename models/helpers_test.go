@@ -1,5 +1,10 @@
 package models
 
+// The helpers of the package's own tests. Tests in package models cannot
+// import models/modeltest (it imports models), so the few they share with
+// it are repeated here; tests that need the suite's checks or its
+// reference model are in package models_test.
+
 import (
 	"fmt"
 	"math"
@@ -58,27 +63,14 @@ func uploadRand(dev tensor.Device, cat tensor.Category, rng *rand.Rand, shape ..
 // atol·max|want| of want[i]. The absolute part scales with the largest
 // expected value because float32 errors in sums and in cancelling
 // differences are relative to the magnitude of the terms, which the
-// largest result approximates; a gradient element that cancels to near
-// zero is judged against that scale. It reports the worst element.
+// largest result approximates. It reports the worst element.
 func compare(t *testing.T, what string, got, want []float64, rtol, atol float64) {
-	t.Helper()
-	compareScaled(t, what, got, want, rtol, atol, 0)
-}
-
-// compareScaled is compare with the absolute part atol·max(max|want|,
-// floor): a gradient that cancels to zero everywhere (a bias followed by
-// batch norm) is a sum of terms as large as the model's other gradients,
-// and its float32 error is relative to those, which floor gives.
-func compareScaled(t *testing.T, what string, got, want []float64, rtol, atol, floor float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("%s: got %d values, want %d", what, len(got), len(want))
 		return
 	}
-	scale := floor
-	for _, w := range want {
-		scale = max(scale, math.Abs(w))
-	}
+	scale := maxAbs(want)
 	worst, at := 0.0, -1
 	for i := range got {
 		if math.IsNaN(got[i]) != math.IsNaN(want[i]) {
@@ -117,32 +109,6 @@ func equalValues(t *testing.T, what string, got, want []float64) {
 	}
 }
 
-// numericGrad returns the central finite-difference gradient of f at x,
-// in float64: (f(x+h) − f(x−h)) / 2h per coordinate.
-func numericGrad(f func() float64, x []float64, h float64) []float64 {
-	g := make([]float64, len(x))
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		fp := f()
-		x[i] = old - h
-		fm := f()
-		x[i] = old
-		g[i] = (fp - fm) / (2 * h)
-	}
-	return g
-}
-
-// dot returns Σ a[i]·b[i]; tests turn a tensor-valued function into the
-// scalar ⟨y(x), dy⟩, whose gradient is the backward pass of dy.
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
 // checkLive fails the test unless the device's live bytes in cat are
 // want.
 func checkLive(t *testing.T, dev tensor.Device, what string, cat tensor.Category, want int64) {
@@ -176,4 +142,30 @@ func mustPanic(t *testing.T, what, want string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// maxAbs returns the largest magnitude in v.
+func maxAbs(v []float64) float64 {
+	m := 0.0
+	for _, e := range v {
+		m = max(m, math.Abs(e))
+	}
+	return m
+}
+
+// randomizeParams gives l's parameters values uniform in [−1, 1) and its
+// running statistics plausible ones (means in [−0.5, 0.5), variances in
+// [0.5, 1.5)), as modeltest.RandomizeParams does.
+func randomizeParams(dev tensor.Device, l Layer, rng *rand.Rand) {
+	for _, p := range Params(l) {
+		Uniform(dev, p.Param.Value, -1, 1, rng)
+	}
+	for _, b := range Buffers(l) {
+		switch b.Buffer.Name {
+		case "running_mean":
+			Uniform(dev, b.Buffer.Value, -0.5, 0.5, rng)
+		case "running_var":
+			Uniform(dev, b.Buffer.Value, 0.5, 1.5, rng)
+		}
+	}
 }

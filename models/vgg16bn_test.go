@@ -1,12 +1,12 @@
-package models
+package models_test
 
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/models/modeltest"
 	"github.com/pipecast/pipecast/tensor"
 )
 
@@ -19,7 +19,6 @@ import (
 // rounded as Builder.Channels does.
 const (
 	vggParams     = 138_365_992
-	vggStateDict  = 97 // 13 convs × 2 + 13 batch norms × 5 + 3 linears × 2
 	vggParamsHalf = 35_621_896
 	vggParams10   = 134_309_962
 	// vggMACs is torchvision's "15.47 GFLOPS" for vgg16_bn, which counts
@@ -31,446 +30,232 @@ const (
 	vggMACs40 = 597_078_016
 )
 
-// vggBlockNames are the blocks in order: a conv-bn-relu triple named by
-// its convolution, each max-pool, and the classifier's three linear
-// layers.
-var vggBlockNames = []string{
-	"features.0", "features.3", "features.6",
-	"features.7", "features.10", "features.13",
-	"features.14", "features.17", "features.20", "features.23",
-	"features.24", "features.27", "features.30", "features.33",
-	"features.34", "features.37", "features.40", "features.43",
-	"classifier.0", "classifier.3", "classifier.6",
-}
-
-func TestDescribeVGG16BN(t *testing.T) {
-	m, err := Describe("vgg16bn", Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := m.Params(); got != vggParams {
-		t.Errorf("params: got %d, want %d", got, vggParams)
-	}
-	if got := int64(ParamCount(m.Net)); got != vggParams {
-		t.Errorf("ParamCount: got %d, want %d", got, vggParams)
-	}
-	if got := len(Params(m.Net)) + len(Buffers(m.Net)); got != vggStateDict {
-		t.Errorf("state_dict entries: got %d, want %d", got, vggStateDict)
-	}
-	if got := m.MACs(); got != vggMACs {
-		t.Errorf("MACs: got %d, want %d", got, vggMACs)
-	}
-	if m.Config.Classes != 1000 || m.Config.Image != 224 || m.Config.Width != 1 {
-		t.Errorf("defaults: got %+v, want 1000 classes, image 224, width 1", m.Config)
-	}
-	if !m.Input.Equal(tensor.Shape{3, 224, 224}) {
-		t.Errorf("input: got %v, want [3 224 224]", m.Input)
-	}
-	var names []string
-	for _, b := range m.Blocks {
-		names = append(names, b.Name)
-	}
-	if strings.Join(names, " ") != strings.Join(vggBlockNames, " ") {
-		t.Fatalf("blocks:\ngot  %v\nwant %v", names, vggBlockNames)
-	}
-	blocks := map[string]*Block{}
-	for _, b := range m.Blocks {
-		blocks[b.Name] = b
-	}
-	tests := []struct {
-		name    string
-		out     tensor.Shape
-		params  int64
-		macs    int64
-		outSize int64
-	}{
-		{"features.0", tensor.Shape{64, 224, 224}, 3*64*9 + 64 + 2*64, 224 * 224 * 64 * 27, 4 * 64 * 224 * 224},
-		{"features.6", tensor.Shape{64, 112, 112}, 0, 0, 4 * 64 * 112 * 112},
-		{"features.40", tensor.Shape{512, 14, 14}, 512*512*9 + 512 + 2*512, 14 * 14 * 512 * 512 * 9, 4 * 512 * 14 * 14},
-		{"features.43", tensor.Shape{512, 7, 7}, 0, 0, 4 * 512 * 7 * 7},
-		{"classifier.0", tensor.Shape{4096}, 25088*4096 + 4096, 25088 * 4096, 4 * 4096},
-		{"classifier.3", tensor.Shape{4096}, 4096*4096 + 4096, 4096 * 4096, 4 * 4096},
-		{"classifier.6", tensor.Shape{1000}, 4096*1000 + 1000, 4096 * 1000, 4 * 1000},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := blocks[tc.name]
-			if !b.Out.Equal(tc.out) {
-				t.Errorf("output: got %v, want %v", b.Out, tc.out)
-			}
-			if b.Cost.Params != tc.params || b.Cost.MACs != tc.macs || b.Cost.OutputBytes != tc.outSize {
-				t.Errorf("cost: got params %d, MACs %d, output bytes %d; want %d, %d, %d",
-					b.Cost.Params, b.Cost.MACs, b.Cost.OutputBytes, tc.params, tc.macs, tc.outSize)
-			}
-		})
-	}
-}
-
-// TestVGG16BNStateDictNames checks the first and last parameter and
-// buffer names against torchvision's state_dict order (which interleaves
-// each module's parameters and buffers; Params and Buffers list them
-// apart, each in that order).
-func TestVGG16BNStateDictNames(t *testing.T) {
-	m, err := Describe("vgg16bn", Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var params, buffers []string
-	for _, p := range Params(m.Net) {
-		params = append(params, p.Name)
-	}
-	for _, b := range Buffers(m.Net) {
-		buffers = append(buffers, b.Name)
-	}
-	tests := []struct {
-		name        string
-		got         []string
-		count       int
-		first, last []string
-	}{
-		{"parameters", params, 13*2 + 13*2 + 3*2,
-			[]string{"features.0.weight", "features.0.bias", "features.1.weight", "features.1.bias", "features.3.weight"},
-			[]string{"features.41.weight", "features.41.bias", "classifier.0.weight", "classifier.0.bias",
-				"classifier.3.weight", "classifier.3.bias", "classifier.6.weight", "classifier.6.bias"}},
-		{"buffers", buffers, 13 * 3,
-			[]string{"features.1.running_mean", "features.1.running_var", "features.1.num_batches_tracked", "features.4.running_mean"},
-			[]string{"features.38.num_batches_tracked", "features.41.running_mean", "features.41.running_var", "features.41.num_batches_tracked"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.got) != tc.count {
-				t.Fatalf("got %d names, want %d: %v", len(tc.got), tc.count, tc.got)
-			}
-			if got := tc.got[:len(tc.first)]; strings.Join(got, " ") != strings.Join(tc.first, " ") {
-				t.Errorf("first: got %v, want %v", got, tc.first)
-			}
-			if got := tc.got[len(tc.got)-len(tc.last):]; strings.Join(got, " ") != strings.Join(tc.last, " ") {
-				t.Errorf("last: got %v, want %v", got, tc.last)
-			}
-		})
+// vgg16BNCase is torchvision's vgg16_bn. Its blocks are a conv-bn-relu
+// triple named by its convolution, each max-pool, and the classifier's
+// three linear layers.
+func vgg16BNCase() modeltest.Case {
+	return modeltest.Case{
+		Model:  "vgg16bn",
+		Config: models.Config{Width: 1.0 / 16, Image: 32, Classes: 10},
+		Full: modeltest.Full{
+			Classes: 1000, Image: 224, MinImage: 32, Input: tensor.Shape{3, 224, 224},
+			Params: vggParams, MACs: vggMACs,
+			Blocks: []string{
+				"features.0", "features.3", "features.6",
+				"features.7", "features.10", "features.13",
+				"features.14", "features.17", "features.20", "features.23",
+				"features.24", "features.27", "features.30", "features.33",
+				"features.34", "features.37", "features.40", "features.43",
+				"classifier.0", "classifier.3", "classifier.6",
+			},
+			Stages: []modeltest.Stage{
+				vggStage("features.0", tensor.Shape{64, 224, 224}, 3*64*9+64+2*64, 224*224*64*27, 4*64*224*224),
+				vggStage("features.6", tensor.Shape{64, 112, 112}, 0, 0, 4*64*112*112),
+				vggStage("features.40", tensor.Shape{512, 14, 14}, 512*512*9+512+2*512, 14*14*512*512*9, 4*512*14*14),
+				vggStage("features.43", tensor.Shape{512, 7, 7}, 0, 0, 4*512*7*7),
+				vggStage("classifier.0", tensor.Shape{4096}, 25088*4096+4096, 25088*4096, 4*4096),
+				vggStage("classifier.3", tensor.Shape{4096}, 4096*4096+4096, 4096*4096, 4*4096),
+				vggStage("classifier.6", tensor.Shape{1000}, 4096*1000+1000, 4096*1000, 4*1000),
+			},
+			Layers: map[string]int{"Conv2D": 13, "BatchNorm2D": 13, "MaxPool2D": 5, "Linear": 3, "Dropout": 2},
+		},
+		Sizes: append(vggSizes(),
+			// torchvision's VGG at the gradient check's widths.
+			modeltest.Size{Name: "width 1/256", Config: models.Config{Width: 1.0 / 256, Image: 32, Classes: 3}, Params: 2243},
+		),
+		Head: []string{"classifier.6.weight", "classifier.6.bias"},
+		// torchvision's state_dict order interleaves each module's
+		// parameters and buffers; Params and Buffers list them apart,
+		// each in that order.
+		Names: modeltest.Names{
+			Params: 13*2 + 13*2 + 3*2, Buffers: 13 * 3,
+			Golden: "testdata/statedict_vgg16bn.txt",
+			Slices: []modeltest.Slice{
+				{What: "first parameters", Of: modeltest.ParamNames, Want: []string{
+					"features.0.weight", "features.0.bias", "features.1.weight", "features.1.bias", "features.3.weight"}},
+				{What: "last parameters", Of: modeltest.ParamNames, At: -8, Want: []string{
+					"features.41.weight", "features.41.bias", "classifier.0.weight", "classifier.0.bias",
+					"classifier.3.weight", "classifier.3.bias", "classifier.6.weight", "classifier.6.bias"}},
+				{What: "first buffers", Of: modeltest.BufferNames, Want: []string{
+					"features.1.running_mean", "features.1.running_var", "features.1.num_batches_tracked", "features.4.running_mean"}},
+				{What: "last buffers", Of: modeltest.BufferNames, At: -4, Want: []string{
+					"features.38.num_batches_tracked", "features.41.running_mean", "features.41.running_var", "features.41.num_batches_tracked"}},
+			},
+		},
+		Init: vggInit,
+		// Logits start near zero (weights of std 0.01 in the
+		// classifier), so the loss is near log(classes). At torchvision's
+		// initialisation every batch norm's 1/σ stays of order one: over
+		// seeds 50 to 57 the worst errors against the mirror were 2.4e-6
+		// of the largest logit and 2.0e-6 of the largest gradient, so
+		// 1e-4 leaves a margin of forty.
+		Step: modeltest.Step{LossNear: 0.5, OutTol: 1e-4, GradTol: 1e-4},
+		// Central differences of the float64 mirror for every input
+		// element and every parameter, two forwards each, and the 32×32
+		// convolutions make a forward cost about half a millisecond
+		// whatever the width. Width 1/256 (1, 1, 1, 2 and 2 channels in
+		// the five stages, hidden width 16: 2,243 parameters) and batch 2
+		// (6,144 input elements) keep that to seconds; batch 2 still
+		// makes batch norm and dropout mix and key several samples. The
+		// block tolerances hold for thirteen conv-bn-relu layers because
+		// vggRandomize keeps every batch norm's 1/σ of order one.
+		Grad: modeltest.Grad{
+			Config:    models.Config{Width: 1.0 / 256, Image: 32, Classes: 3},
+			Pass:      models.Pass{Train: true, Seed: 11, Step: 3, Sample: 4},
+			Randomize: vggRandomize,
+			// The seed at which the worst error measured is 4e-7 of the
+			// largest gradient, a twenty-fifth of BlockATol.
+			Seed: 3,
+			Slow: true,
+			// Every gradient but the convolutions' biases (which batch
+			// norm cancels) must be of the order of the largest.
+			Alive: 1e-3,
+		},
 	}
 }
 
-// vggShapes returns every parameter's shape by state_dict name.
-func vggShapes(t *testing.T, cfg Config) (map[string]tensor.Shape, *Model) {
-	t.Helper()
-	m, err := Describe("vgg16bn", cfg)
-	if err != nil {
-		t.Fatal(err)
+// vgg16Case is torchvision's vgg16, the same network without batch
+// normalisation: 138,357,544 parameters at 1000 classes, 32 state_dict
+// entries, and module indices conv, relu (features.0, features.1), pool
+// at features.4.
+func vgg16Case() modeltest.Case {
+	c := vgg16BNCase()
+	c.Model = "vgg16"
+	c.Full.Params, c.Full.Stages = 138_357_544, nil
+	// Without batch norm the MACs are the same.
+	c.Full.Blocks = []string{
+		"features.0", "features.2", "features.4",
+		"features.5", "features.7", "features.9",
+		"features.10", "features.12", "features.14", "features.16",
+		"features.17", "features.19", "features.21", "features.23",
+		"features.24", "features.26", "features.28", "features.30",
+		"classifier.0", "classifier.3", "classifier.6",
 	}
-	out := map[string]tensor.Shape{}
-	for _, p := range Params(m.Net) {
-		out[p.Name] = p.Param.Value.Shape()
+	c.Full.Layers = map[string]int{"Conv2D": 13, "BatchNorm2D": 0, "MaxPool2D": 5, "Linear": 3, "Dropout": 2}
+	c.Sizes = []modeltest.Size{{Name: "10 classes", Config: models.Config{Classes: 10}, Params: 138_357_544 - 990*4097}}
+	c.Names = modeltest.Names{
+		Params: 32,
+		Slices: []modeltest.Slice{
+			{What: "first parameters", Of: modeltest.StateDictNames, Want: []string{
+				"features.0.weight", "features.0.bias", "features.2.weight", "features.2.bias", "features.5.weight"}},
+			{What: "last parameters", Of: modeltest.StateDictNames, At: -1, Want: []string{"classifier.6.bias"}},
+		},
 	}
-	return out, m
+	// Without batch norm nothing keeps a one-channel layer alive, so the
+	// check runs wider, with central differences at sampled coordinates.
+	c.Grad = modeltest.Grad{
+		Config:    models.Config{Width: 1.0 / 32, Image: 32, Classes: 3},
+		Pass:      models.Pass{Train: true, Seed: 11, Step: 3, Sample: 4},
+		Randomize: vggRandomize,
+		Samples:   16,
+		Alive:     1e-3,
+	}
+	return c
 }
 
-func TestVGG16BNConfigs(t *testing.T) {
-	base, _ := vggShapes(t, Config{})
+// vggStage is one block of vgg16bn at torchvision's configuration: its
+// output, parameters, MACs and output bytes.
+func vggStage(name string, out tensor.Shape, params, macs, outputBytes int64) modeltest.Stage {
+	return modeltest.Stage{Name: name, Out: out, Params: params, MACs: macs, OutputBytes: outputBytes}
+}
 
-	t.Run("classes change only classifier.6", func(t *testing.T) {
-		got, m := vggShapes(t, Config{Classes: 10})
-		if m.Params() != vggParams10 {
-			t.Errorf("params: got %d, want %d", m.Params(), vggParams10)
-		}
-		for name, s := range base {
-			want := s
-			switch name {
-			case "classifier.6.weight":
-				want = tensor.Shape{10, 4096}
-			case "classifier.6.bias":
-				want = tensor.Shape{10}
-			}
-			if !got[name].Equal(want) {
-				t.Errorf("%s: got %v, want %v", name, got[name], want)
-			}
-		}
-	})
-
-	t.Run("width 0.5 halves channels and hidden widths", func(t *testing.T) {
-		got, m := vggShapes(t, Config{Width: 0.5})
-		if m.Params() != vggParamsHalf {
-			t.Errorf("params: got %d, want %d", m.Params(), vggParamsHalf)
-		}
-		for name, s := range base {
-			want := s.Clone()
-			switch {
-			case name == "classifier.0.weight":
-				want = tensor.Shape{2048, 256 * 7 * 7}
-			case name == "classifier.6.weight":
-				want[1] /= 2 // the classes stay
-			case name == "classifier.6.bias":
-			case len(s) == 4 && s[1] == 3: // the first convolution reads the image's 3 channels
-				want[0] /= 2
-			default:
-				for i := range min(len(want), 2) {
-					want[i] /= 2
-				}
-			}
-			if !got[name].Equal(want) {
-				t.Errorf("%s: got %v, want %v", name, got[name], want)
-			}
-		}
-	})
-
-	tests := []struct {
-		name  string
-		image int
-		macs  int64
-	}{
-		{"image 32, the smallest", 32, vggMACs32},
-		{"image 40", 40, vggMACs40},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Describe("vgg16bn", Config{Image: tc.image})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := m.MACs(); got != tc.macs {
-				t.Errorf("MACs: got %d, want %d", got, tc.macs)
-			}
-			if got := m.Params(); got != vggParams {
-				t.Errorf("params: got %d, want %d (the avgpool makes them independent of the image)", got, vggParams)
-			}
-			if got := m.Blocks[len(m.Blocks)-1].Out; !got.Equal(tensor.Shape{1000}) {
-				t.Errorf("output: got %v, want [1000]", got)
-			}
-		})
-	}
-
-	errs := []struct {
-		name string
-		cfg  Config
-	}{
-		{"image 31, below five 2×2 pools", Config{Image: 31}},
-		{"negative classes", Config{Classes: -1}},
-		{"negative width", Config{Width: -0.5}},
-	}
-	for _, tc := range errs {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Describe("vgg16bn", tc.cfg); err == nil {
-				t.Error("got no error")
-			}
-		})
+// vggSizes are vgg16bn's other configurations: the avgpool makes the
+// parameters independent of the image.
+func vggSizes() []modeltest.Size {
+	out := map[string]tensor.Shape{"classifier.6": {1000}}
+	return []modeltest.Size{
+		{Name: "10 classes", Config: models.Config{Classes: 10}, Params: vggParams10},
+		{Name: "width 0.5", Config: models.Config{Width: 0.5}, Params: vggParamsHalf},
+		{Name: "image 32, the smallest", Config: models.Config{Image: 32}, Params: vggParams, MACs: vggMACs32, Outs: out},
+		{Name: "image 40", Config: models.Config{Image: 40}, Params: vggParams, MACs: vggMACs40, Outs: out},
 	}
 }
 
-// TestVGG16BNTrainStep runs a training forward, the loss and a backward
-// of a narrow VGG16-BN on the CPU device.
-func TestVGG16BNTrainStep(t *testing.T) {
-	dev := newDevice(t)
-	const batch, classes = 2, 10
-	m, err := Build(dev, "vgg16bn", Config{Width: 1.0 / 16, Image: 32, Classes: classes}, newRand(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, _ := uploadRand(dev, tensor.Boundary, newRand(2), batch, 3, 32, 32)
-	p := &Pass{Dev: dev, Train: true, Grad: true, Seed: 7, Step: 1}
-	y, ctx := m.Net.Forward(p, x)
-	if !y.Shape().Equal(tensor.Shape{batch, classes}) {
-		t.Fatalf("logits: got shape %v, want [%d %d]", y.Shape(), batch, classes)
-	}
-	loss, dy := CrossEntropy(p, y, []int32{3, 8}, 1.0/batch)
-	// Logits start near zero (weights of std 0.01 in the classifier),
-	// so the loss is near log(classes).
-	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.Abs(loss-math.Log(classes)) > 0.5 {
-		t.Errorf("loss: got %v, want a finite value near log %d = %.3f", loss, classes, math.Log(classes))
-	}
-	y.Release()
-	dx := m.Net.Backward(p, ctx, dy)
-	dy.Release()
-	if !dx.Shape().Equal(x.Shape()) {
-		t.Errorf("dx: got shape %v, want %v", dx.Shape(), x.Shape())
-	}
-	dx.Release()
-	x.Release()
-	checkLive(t, dev, "activations after the step", tensor.Activations, 0)
-	checkLive(t, dev, "workspace after the step", tensor.Workspace, 0)
-	for _, np := range Params(m.Net) {
-		if np.Param.Grad == nil {
-			t.Errorf("%s: no gradient", np.Name)
-			continue
+// vggInit is VGG._initialize_weights's: convolutions N(0, 2/fan_out)
+// with fan_out = out·3·3, linear layers N(0, 0.01²), biases 0. At a
+// quarter of the width the smallest tensor (features.0, 432 weights)
+// still tells fan_out from torch's default uniform initialisation, whose
+// std is a third of it, and the others tell fan_out from fan_in wherever
+// the two differ.
+var vggInit = modeltest.Init{
+	Config: models.Config{Width: 0.25},
+	Rule: func(l models.Layer, param string) (modeltest.Dist, bool) {
+		switch l := l.(type) {
+		case *models.Conv2D:
+			if param == "bias" {
+				return modeltest.Const(0), true
+			}
+			_, fanOut := models.Fans(l.Weight.Value.Shape())
+			return modeltest.Normal(0, math.Sqrt(2/float64(fanOut))), true
+		case *models.Linear:
+			if param == "bias" {
+				return modeltest.Const(0), true
+			}
+			return modeltest.Normal(0, 0.01), true
 		}
-		g := host(np.Param.Grad)
-		norm := math.Sqrt(dot(g, g))
-		// Every gradient but a convolution's bias must be nonzero.
-		if math.IsNaN(norm) || math.IsInf(norm, 0) || (norm == 0 && !vggBiasBeforeBN(np.Name)) {
-			t.Errorf("%s: gradient norm %v", np.Name, norm)
-		}
-	}
-	for _, nb := range Buffers(m.Net) {
-		if c := nb.Buffer.Count; c != nil && *c != 1 {
-			t.Errorf("%s: got %d, want 1 after one training forward", nb.Name, *c)
-		}
-	}
-	m.Release()
-	checkNoLeak(t, dev)
-}
-
-// vggConvs are the module names of the thirteen convolutions.
-var vggConvs = []string{
-	"features.0", "features.3", "features.7", "features.10", "features.14", "features.17", "features.20",
-	"features.24", "features.27", "features.30", "features.34", "features.37", "features.40",
-}
-
-// vggBiasBeforeBN reports whether name is a convolution's bias: batch
-// norm follows every convolution of VGG16-BN and subtracts the batch
-// mean, so that bias's gradient is zero up to round-off.
-func vggBiasBeforeBN(name string) bool {
-	module, isBias := strings.CutSuffix(name, ".bias")
-	return isBias && slices.Contains(vggConvs, module)
-}
-
-// TestVGG16BNGradients checks a whole tiny VGG16-BN, in training mode
-// with dropout on, against its float64 mirror (checkLayer): output, input
-// gradient, every parameter gradient and running statistics, and the
-// mirror against central differences.
-func TestVGG16BNGradients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("central differences of the whole model take seconds")
-	}
-	dev := newDevice(t)
-	rng := newRand(3)
-	// checkLayer takes central differences of the float64 mirror for
-	// every input element and every parameter, two forwards each, and
-	// the 32×32 convolutions make a forward cost about half a
-	// millisecond whatever the width. Width 1/256 (1, 1, 1, 2 and 2
-	// channels in the five stages, hidden width 16: 2,243 parameters)
-	// and batch 2 (6,144 input elements) keep that to a few seconds;
-	// batch 2 still makes batch norm and dropout mix and key several
-	// samples. The block tolerances hold for thirteen conv-bn-relu
-	// layers because vggRandomize keeps every batch norm's 1/σ of order
-	// one: the worst error measured is 4e-7 of the largest gradient, a
-	// twenty-fifth of blockATol.
-	m, err := Build(dev, "vgg16bn", Config{Width: 1.0 / 256, Image: 32, Classes: 3}, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Release()
-	if got, want := m.Params(), int64(2243); got != want {
-		t.Errorf("params: got %d, want %d (torchvision's VGG at these widths)", got, want)
-	}
-	vggRandomize(dev, m.Net, rng)
-	checkLayer(t, dev, m.Net, Pass{Train: true, Seed: 11, Step: 3, Sample: 4}, tensor.Shape{2, 3, 32, 32}, rng, blockRTol, blockATol)
-
-	// The check is only as good as the gradients are alive: with one
-	// channel per layer, a ReLU that zeroed a whole layer would leave
-	// every gradient below it zero and trivially equal. Every gradient
-	// but the convolutions' biases (which batch norm cancels) must be
-	// of the order of the largest.
-	largest := 0.0
-	grads := map[string]float64{}
-	for _, np := range Params(m.Net) {
-		grads[np.Name] = maxAbs(host(np.Param.Grad))
-		largest = max(largest, grads[np.Name])
-	}
-	for _, np := range Params(m.Net) {
-		if !vggBiasBeforeBN(np.Name) && grads[np.Name] < 1e-3*largest {
-			t.Errorf("%s: largest gradient element %.3g, under 1e-3 of the model's largest, %.3g", np.Name, grads[np.Name], largest)
-		}
-	}
+		return modeltest.Dist{}, false
+	},
 }
 
 // vggRandomize gives a deep network's parameters random values that keep
 // its gradients of one order from the classifier to the first layer, so
-// that checkLayer's tolerances, relative to the largest gradient, test
-// every layer. randomizeParams's uniform [−1, 1) suits a block but not
-// thirteen conv-bn-relu layers: a negative γ after a one-channel
+// that the gradient check's tolerances, relative to the largest gradient,
+// test every layer. RandomizeParams's uniform [−1, 1) suits a block but
+// not thirteen conv-bn-relu layers: a negative γ after a one-channel
 // convolution lets the ReLU zero the whole layer, whose constant output
 // the next batch norm then divides by √eps. Here weights are uniform with
 // the variance that preserves activations through a ReLU (He et al.,
 // ICCV 2015: 2/fan_in), γ is in [0.5, 1.5), biases and β are in
-// [−0.5, 0.5), and the running statistics are randomizeParams's.
-func vggRandomize(dev tensor.Device, l Layer, rng *rand.Rand) {
-	randomizeParams(dev, l, rng)
-	Walk(l, func(_ string, l Layer) {
+// [−0.5, 0.5), and the running statistics are RandomizeParams's.
+func vggRandomize(dev tensor.Device, l models.Layer, rng *rand.Rand) {
+	modeltest.RandomizeParams(dev, l, rng)
+	models.Walk(l, func(_ string, l models.Layer) {
 		switch l := l.(type) {
-		case *Conv2D:
-			KaimingUniform(dev, l.Weight.Value, 0, FanIn, rng)
-			Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
-		case *Linear:
-			KaimingUniform(dev, l.Weight.Value, 0, FanIn, rng)
-			Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
-		case *BatchNorm2D:
-			Uniform(dev, l.Weight.Value, 0.5, 1.5, rng)
-			Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
+		case *models.Conv2D:
+			models.KaimingUniform(dev, l.Weight.Value, 0, models.FanIn, rng)
+			models.Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
+		case *models.Linear:
+			models.KaimingUniform(dev, l.Weight.Value, 0, models.FanIn, rng)
+			models.Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
+		case *models.BatchNorm2D:
+			models.Uniform(dev, l.Weight.Value, 0.5, 1.5, rng)
+			models.Uniform(dev, l.Bias.Value, -0.5, 0.5, rng)
 		}
 	})
 }
 
-// TestVGG16BNInit checks VGG._initialize_weights's distributions on a
-// quarter-width network: convolutions N(0, 2/fan_out) with fan_out =
-// out·3·3, linear layers N(0, 0.01²), biases 0, batch norm γ 1 and β 0
-// with fresh running statistics. momentErr allows 5 standard errors; the
-// smallest tensor (features.0, 432 weights) still tells fan_out from
-// torch's default uniform initialisation, whose std is a third of it, and
-// the others tell fan_out from fan_in wherever the two differ.
-func TestVGG16BNInit(t *testing.T) {
-	dev := newDevice(t)
-	m, err := Build(dev, "vgg16bn", Config{Width: 0.25}, newRand(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Release()
-	const (
-		conv = iota
-		linear
-		zero
-		one
-	)
-	kinds := map[string]int{}
-	Walk(m.Net, func(path string, l Layer) {
-		switch l := l.(type) {
-		case *Conv2D:
-			kinds[path+".weight"], kinds[path+".bias"] = conv, zero
-		case *Linear:
-			kinds[path+".weight"], kinds[path+".bias"] = linear, zero
-		case *BatchNorm2D:
-			kinds[path+".weight"], kinds[path+".bias"] = one, zero
-			if got := widen(tensor.ToHost(l.RunningMean.Value)); !allEqual(got, 0) {
-				t.Errorf("%s.running_mean: got %v, want zeros", path, got)
-			}
-			if got := widen(tensor.ToHost(l.RunningVar.Value)); !allEqual(got, 1) {
-				t.Errorf("%s.running_var: got %v, want ones", path, got)
-			}
+// TestVGG16BNWidth checks that width 0.5 halves every channel count and
+// hidden width, but for the image's three channels and the classes.
+func TestVGG16BNWidth(t *testing.T) {
+	shapes := func(cfg models.Config) map[string]tensor.Shape {
+		m, err := models.Describe("vgg16bn", cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	var convs, linears int
-	for _, np := range Params(m.Net) {
-		v := tensor.ToHost(np.Param.Value)
-		kind, ok := kinds[np.Name]
+		out := map[string]tensor.Shape{}
+		for _, p := range models.Params(m.Net) {
+			out[p.Name] = p.Param.Value.Shape()
+		}
+		return out
+	}
+	base, got := shapes(models.Config{}), shapes(models.Config{Width: 0.5})
+	for name, s := range base {
+		want := s.Clone()
 		switch {
-		case !ok:
-			t.Errorf("%s: not a parameter of a convolution, linear layer or batch norm", np.Name)
-		case kind == conv:
-			convs++
-			_, fanOut := Fans(np.Param.Value.Shape())
-			if err := momentErr(v, 0, math.Sqrt(2/float64(fanOut))); err != nil {
-				t.Errorf("%s (fan_out %d): %v", np.Name, fanOut, err)
+		case name == "classifier.0.weight":
+			want = tensor.Shape{2048, 256 * 7 * 7}
+		case name == "classifier.6.weight":
+			want[1] /= 2 // the classes stay
+		case name == "classifier.6.bias":
+		case len(s) == 4 && s[1] == 3: // the first convolution reads the image's 3 channels
+			want[0] /= 2
+		default:
+			for i := range min(len(want), 2) {
+				want[i] /= 2
 			}
-		case kind == linear:
-			linears++
-			if err := momentErr(v, 0, 0.01); err != nil {
-				t.Errorf("%s: %v", np.Name, err)
-			}
-		case kind == zero && !allEqual(widen(v), 0):
-			t.Errorf("%s: got %v…, want zeros", np.Name, v[:min(len(v), 4)])
-		case kind == one && !allEqual(widen(v), 1):
-			t.Errorf("%s: got %v…, want ones", np.Name, v[:min(len(v), 4)])
+		}
+		if !got[name].Equal(want) {
+			t.Errorf("%s: got %v, want %v", name, got[name], want)
 		}
 	}
-	if convs != 13 || linears != 3 {
-		t.Errorf("got %d convolution and %d linear weights, want 13 and 3", convs, linears)
-	}
-}
-
-// allEqual reports whether every element of v is want.
-func allEqual(v []float64, want float64) bool {
-	for _, e := range v {
-		if e != want {
-			return false
-		}
-	}
-	return true
 }

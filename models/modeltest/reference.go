@@ -1,9 +1,10 @@
-package models
+package modeltest
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/tensor"
 	"github.com/pipecast/pipecast/tensor/reference"
 )
@@ -13,11 +14,11 @@ import (
 // against. It reads the layers' parameters and buffers once, when it is
 // built, and keeps its own gradients and running statistics.
 type refModel struct {
-	pass   Pass
-	values map[*Param][]float64
-	grads  map[*Param][]float64
-	bufs   map[*Buffer][]float64 // running statistics
-	counts map[*Buffer]int64     // num_batches_tracked
+	pass   models.Pass
+	values map[*models.Param][]float64
+	grads  map[*models.Param][]float64
+	bufs   map[*models.Buffer][]float64 // running statistics
+	counts map[*models.Buffer]int64     // num_batches_tracked
 	root   refLayer
 }
 
@@ -27,29 +28,29 @@ type refTensor struct {
 	v     []float64
 }
 
-// refLayer mirrors one Layer. Its forward keeps what its backward needs,
-// so forwards and backwards alternate.
+// refLayer mirrors one models.Layer. Its forward keeps what its
+// backward needs, so forwards and backwards alternate.
 type refLayer interface {
 	forward(x refTensor) refTensor
 	backward(dy refTensor) refTensor
 }
 
 // newRefModel mirrors l under the mode, counters and flags of p.
-func newRefModel(p Pass, l Layer) *refModel {
+func newRefModel(p models.Pass, l models.Layer) *refModel {
 	m := &refModel{
 		pass:   p,
-		values: map[*Param][]float64{},
-		grads:  map[*Param][]float64{},
-		bufs:   map[*Buffer][]float64{},
-		counts: map[*Buffer]int64{},
+		values: map[*models.Param][]float64{},
+		grads:  map[*models.Param][]float64{},
+		bufs:   map[*models.Buffer][]float64{},
+		counts: map[*models.Buffer]int64{},
 	}
-	for _, np := range Params(l) {
-		m.values[np.Param] = host(np.Param.Value)
+	for _, np := range models.Params(l) {
+		m.values[np.Param] = Host(np.Param.Value)
 		m.grads[np.Param] = make([]float64, np.Param.Value.Len())
 	}
-	for _, nb := range Buffers(l) {
+	for _, nb := range models.Buffers(l) {
 		if nb.Buffer.Value != nil {
-			m.bufs[nb.Buffer] = host(nb.Buffer.Value)
+			m.bufs[nb.Buffer] = Host(nb.Buffer.Value)
 		} else {
 			m.counts[nb.Buffer] = *nb.Buffer.Count
 		}
@@ -62,7 +63,7 @@ func (m *refModel) forward(x refTensor) refTensor   { return m.root.forward(x) }
 func (m *refModel) backward(dy refTensor) refTensor { return m.root.backward(dy) }
 
 // accumulate adds g into the reference gradient of p.
-func (m *refModel) accumulate(p *Param, g []float64) {
+func (m *refModel) accumulate(p *models.Param, g []float64) {
 	acc := m.grads[p]
 	for i := range g {
 		acc[i] += g[i]
@@ -70,46 +71,46 @@ func (m *refModel) accumulate(p *Param, g []float64) {
 }
 
 // value returns the reference value of p, nil for an absent parameter.
-func (m *refModel) value(p *Param) []float64 {
+func (m *refModel) value(p *models.Param) []float64 {
 	if p == nil {
 		return nil
 	}
 	return m.values[p]
 }
 
-func (m *refModel) build(l Layer) refLayer {
+func (m *refModel) build(l models.Layer) refLayer {
 	switch l := l.(type) {
-	case *Conv2D:
+	case *models.Conv2D:
 		return &refConv{m: m, l: l}
-	case *Linear:
+	case *models.Linear:
 		return &refLinear{m: m, l: l}
-	case *BatchNorm2D:
+	case *models.BatchNorm2D:
 		return &refBatchNorm{m: m, l: l}
-	case *ReLU:
+	case *models.ReLU:
 		return &refReLU{}
-	case *MaxPool2D:
+	case *models.MaxPool2D:
 		return &refMaxPool{p: l.P}
-	case *AvgPool2D:
+	case *models.AvgPool2D:
 		return &refAvgPool{p: l.P}
-	case *AdaptiveAvgPool2D:
+	case *models.AdaptiveAvgPool2D:
 		return &refAdaptive{oh: l.OH, ow: l.OW}
-	case *Dropout:
+	case *models.Dropout:
 		return &refDropout{m: m, l: l}
-	case *Flatten:
+	case *models.Flatten:
 		return &refFlatten{}
-	case *Sequential:
+	case *models.Sequential:
 		r := &refSequential{}
 		for _, c := range l.Layers {
 			r.layers = append(r.layers, m.build(c.Layer))
 		}
 		return r
-	case *Concat:
+	case *models.Concat:
 		r := &refConcat{}
 		for _, c := range l.Branches {
 			r.branches = append(r.branches, m.build(c.Layer))
 		}
 		return r
-	case *Residual:
+	case *models.Residual:
 		r := &refResidual{main: m.build(l.Main.Layer)}
 		if l.Shortcut.Layer != nil {
 			r.shortcut = m.build(l.Shortcut.Layer)
@@ -119,12 +120,12 @@ func (m *refModel) build(l Layer) refLayer {
 		}
 		return r
 	}
-	panic(fmt.Sprintf("models test: no reference for %T", l))
+	panic(fmt.Sprintf("modeltest: no reference for %T", l))
 }
 
 type refConv struct {
 	m *refModel
-	l *Conv2D
+	l *models.Conv2D
 	x refTensor
 }
 
@@ -151,7 +152,7 @@ func (r *refConv) backward(dy refTensor) refTensor {
 
 type refLinear struct {
 	m *refModel
-	l *Linear
+	l *models.Linear
 	x refTensor
 }
 
@@ -174,7 +175,7 @@ func (r *refLinear) backward(dy refTensor) refTensor {
 
 type refBatchNorm struct {
 	m            *refModel
-	l            *BatchNorm2D
+	l            *models.BatchNorm2D
 	x            refTensor
 	mean, invStd []float64 // nil after an evaluation forward
 }
@@ -296,7 +297,7 @@ func (r *refAdaptive) backward(dy refTensor) refTensor {
 
 type refDropout struct {
 	m *refModel
-	l *Dropout
+	l *models.Dropout
 }
 
 func (r *refDropout) active() bool { return r.m.pass.Train && r.l.P > 0 }

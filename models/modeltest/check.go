@@ -1,32 +1,33 @@
-package models
+package modeltest
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// randomizeParams gives l's parameters values uniform in [−1, 1) and its
+// RandomizeParams gives l's parameters values uniform in [−1, 1) and its
 // running statistics plausible ones (means in [−0.5, 0.5), variances in
 // [0.5, 1.5)), so that no gradient is tested only at torch's special
 // initial values (γ = 1, β = 0).
-func randomizeParams(dev tensor.Device, l Layer, rng *rand.Rand) {
-	for _, p := range Params(l) {
-		Uniform(dev, p.Param.Value, -1, 1, rng)
+func RandomizeParams(dev tensor.Device, l models.Layer, rng *rand.Rand) {
+	for _, p := range models.Params(l) {
+		models.Uniform(dev, p.Param.Value, -1, 1, rng)
 	}
-	for _, b := range Buffers(l) {
+	for _, b := range models.Buffers(l) {
 		switch b.Buffer.Name {
 		case "running_mean":
-			Uniform(dev, b.Buffer.Value, -0.5, 0.5, rng)
+			models.Uniform(dev, b.Buffer.Value, -0.5, 0.5, rng)
 		case "running_var":
-			Uniform(dev, b.Buffer.Value, 0.5, 1.5, rng)
+			models.Uniform(dev, b.Buffer.Value, 0.5, 1.5, rng)
 		}
 	}
 }
 
-// checkLayer runs l forward and backward on a random input of shape in
+// CheckLayer runs l forward and backward on a random input of shape in
 // under pass (its Dev and Grad are set here) and checks, against the
 // float64 reference model of l:
 //   - y, dx and every parameter gradient, within rtol and atol;
@@ -42,27 +43,27 @@ func randomizeParams(dev tensor.Device, l Layer, rng *rand.Rand) {
 //     differences of its forward.
 //
 // l must have no gradients allocated yet.
-func checkLayer(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64) {
+func CheckLayer(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64) {
 	t.Helper()
-	checkLayerSampled(t, dev, l, pass, in, rng, rtol, atol, 0)
+	CheckLayerSampled(t, dev, l, pass, in, rng, rtol, atol, 0)
 }
 
-// checkLayerSampled is checkLayer with the reference model's central
+// CheckLayerSampled is CheckLayer with the reference model's central
 // differences taken at samples coordinates of the input and samples
 // parameter tensors (0: every coordinate). Each difference costs two
 // float64 forwards, so whole networks need sampling: a full check of a
 // tiny Inception-v3 would take minutes.
-func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64, samples int) {
+func CheckLayerSampled(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64, samples int) {
 	t.Helper()
 	pass.Dev, pass.Grad = dev, true
 	ref := newRefModel(pass, l)
-	x, xv := uploadRand(dev, tensor.Boundary, rng, in...)
+	x, xv := UploadRand(dev, tensor.Boundary, rng, in...)
 	defer x.Release()
 	wantShape, err := l.OutShape(in)
 	if err != nil {
 		t.Fatalf("OutShape(%v): %v", in, err)
 	}
-	dy, dyv := uploadRand(dev, tensor.Boundary, rng, wantShape...)
+	dy, dyv := UploadRand(dev, tensor.Boundary, rng, wantShape...)
 	defer dy.Release()
 
 	p := pass
@@ -71,8 +72,8 @@ func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in t
 	if !y.Shape().Equal(wantShape) || !y.Shape().Equal(ry.shape) {
 		t.Fatalf("forward: got shape %v, want %v (OutShape) and %v (reference)", y.Shape(), wantShape, ry.shape)
 	}
-	compare(t, "y", host(y), ry.v, rtol, atol)
-	checkLive(t, dev, "workspace after forward", tensor.Workspace, 0)
+	Compare(t, "y", Host(y), ry.v, rtol, atol)
+	CheckLive(t, dev, "workspace after forward", tensor.Workspace, 0)
 	checkBuffers(t, l, ref)
 
 	dx := l.Backward(&p, ctx, dy)
@@ -80,35 +81,35 @@ func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in t
 	if !dx.Shape().Equal(in) {
 		t.Fatalf("backward: got dx of shape %v, want %v", dx.Shape(), in)
 	}
-	want := map[*Param][]float64{}
-	floor := maxAbs(rdx.v)
-	for _, np := range Params(l) {
+	want := map[*models.Param][]float64{}
+	floor := MaxAbs(rdx.v)
+	for _, np := range models.Params(l) {
 		want[np.Param] = append([]float64(nil), ref.grads[np.Param]...)
-		floor = max(floor, maxAbs(want[np.Param]))
+		floor = max(floor, MaxAbs(want[np.Param]))
 	}
-	compareScaled(t, "dx", host(dx), rdx.v, rtol, atol, floor)
-	for _, np := range Params(l) {
+	CompareScaled(t, "dx", Host(dx), rdx.v, rtol, atol, floor)
+	for _, np := range models.Params(l) {
 		if np.Param.Grad == nil {
 			t.Errorf("%s: no gradient after backward", np.Name)
 			continue
 		}
-		compareScaled(t, "gradient of "+np.Name, host(np.Param.Grad), want[np.Param], rtol, atol, floor)
+		CompareScaled(t, "gradient of "+np.Name, Host(np.Param.Grad), want[np.Param], rtol, atol, floor)
 	}
-	equalValues(t, "x after forward and backward", host(x), xv)
-	equalValues(t, "dy after backward", host(dy), dyv)
+	EqualValues(t, "x after forward and backward", Host(x), xv)
+	EqualValues(t, "dy after backward", Host(dy), dyv)
 	y.Release()
 	dx.Release()
-	checkLive(t, dev, "activations after forward and backward", tensor.Activations, 0)
-	checkLive(t, dev, "workspace after backward", tensor.Workspace, 0)
+	CheckLive(t, dev, "activations after forward and backward", tensor.Activations, 0)
+	CheckLive(t, dev, "workspace after backward", tensor.Workspace, 0)
 
 	// Gradients accumulate over a second forward and backward.
 	y, ctx = l.Forward(&p, x)
 	dx = l.Backward(&p, ctx, dy)
 	y.Release()
 	dx.Release()
-	for _, np := range Params(l) {
+	for _, np := range models.Params(l) {
 		if np.Param.Grad != nil {
-			compareScaled(t, "gradient of "+np.Name+" after two backwards", host(np.Param.Grad),
+			CompareScaled(t, "gradient of "+np.Name+" after two backwards", Host(np.Param.Grad),
 				reference2x(want[np.Param]), rtol, atol, 2*floor)
 		}
 	}
@@ -124,10 +125,10 @@ func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in t
 	if y.Storage() == x.Storage() {
 		wantLive = 0 // y is a view of x
 	}
-	checkLive(t, dev, "activations after a forward without Grad", tensor.Activations, wantLive)
-	checkLive(t, dev, "workspace after a forward without Grad", tensor.Workspace, 0)
+	CheckLive(t, dev, "activations after a forward without Grad", tensor.Activations, wantLive)
+	CheckLive(t, dev, "workspace after a forward without Grad", tensor.Workspace, 0)
 	y.Release()
-	checkLive(t, dev, "activations after releasing y", tensor.Activations, 0)
+	CheckLive(t, dev, "activations after releasing y", tensor.Activations, 0)
 
 	if samples == 0 {
 		checkReferenceGradients(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor)
@@ -141,7 +142,7 @@ func checkLayerSampled(t *testing.T, dev tensor.Device, l Layer, pass Pass, in t
 // sampled coordinates: the largest gradient of samples parameter tensors
 // chosen at random, and the largest dx in each of samples stretches of the
 // input.
-func checkReferenceGradientsSampled(t *testing.T, pass Pass, l Layer, x refTensor, dy, dx []float64, grads map[*Param][]float64, floor float64, rng *rand.Rand, samples int) {
+func checkReferenceGradientsSampled(t testing.TB, pass models.Pass, l models.Layer, x refTensor, dy, dx []float64, grads map[*models.Param][]float64, floor float64, rng *rand.Rand, samples int) {
 	t.Helper()
 	ref := newRefModel(pass, l)
 	xv := append([]float64(nil), x.v...)
@@ -159,7 +160,7 @@ func checkReferenceGradientsSampled(t *testing.T, pass Pass, l Layer, x refTenso
 				what, i, grad[i], fd, fdTol*floor)
 		}
 	}
-	params := Params(l)
+	params := models.Params(l)
 	for _, k := range rng.Perm(len(params))[:min(samples, len(params))] {
 		np := params[k]
 		g := grads[np.Param]
@@ -182,6 +183,7 @@ func argMaxAbs(v []float64) int {
 	return at
 }
 
+// reference2x returns the gradients two backwards accumulate.
 func reference2x(g []float64) []float64 {
 	out := make([]float64, len(g))
 	for i, v := range g {
@@ -193,11 +195,11 @@ func reference2x(g []float64) []float64 {
 // checkBuffers compares l's running statistics and counters with the
 // reference model's after the same forwards. The running statistics are
 // a blend of float32 batch statistics, held to the layer tolerance.
-func checkBuffers(t *testing.T, l Layer, ref *refModel) {
+func checkBuffers(t testing.TB, l models.Layer, ref *refModel) {
 	t.Helper()
-	for _, nb := range Buffers(l) {
+	for _, nb := range models.Buffers(l) {
 		if b := nb.Buffer; b.Value != nil {
-			compare(t, nb.Name, host(b.Value), ref.bufs[b], layerRTol, layerATol)
+			Compare(t, nb.Name, Host(b.Value), ref.bufs[b], LayerRTol, LayerATol)
 		} else if got, want := *b.Count, ref.counts[b]; got != want {
 			t.Errorf("%s: got %d, want %d", nb.Name, got, want)
 		}
@@ -208,23 +210,26 @@ func checkBuffers(t *testing.T, l Layer, ref *refModel) {
 // central differences of its own forward: f = ⟨y(x, θ), dy⟩, whose
 // gradients with respect to x and to each parameter are dx and the
 // parameter gradients. floor is the largest gradient element, the scale
-// of the absolute tolerance (see compareScaled).
-func checkReferenceGradients(t *testing.T, pass Pass, l Layer, x refTensor, dy, dx []float64, grads map[*Param][]float64, floor float64) {
+// of the absolute tolerance (see CompareScaled).
+func checkReferenceGradients(t testing.TB, pass models.Pass, l models.Layer, x refTensor, dy, dx []float64, grads map[*models.Param][]float64, floor float64) {
 	t.Helper()
 	ref := newRefModel(pass, l)
 	f := func() float64 { return dot(ref.forward(x).v, dy) }
-	compareScaled(t, "reference dx against central differences", dx, numericGrad(f, x.v, fdStep), 0, fdTol, floor)
-	for _, np := range Params(l) {
-		compareScaled(t, "reference gradient of "+np.Name+" against central differences",
+	CompareScaled(t, "reference dx against central differences", dx, numericGrad(f, x.v, fdStep), 0, fdTol, floor)
+	for _, np := range models.Params(l) {
+		CompareScaled(t, "reference gradient of "+np.Name+" against central differences",
 			grads[np.Param], numericGrad(f, ref.values[np.Param], fdStep), 0, fdTol, floor)
 	}
 }
 
-// maxAbs returns the largest magnitude in v.
-func maxAbs(v []float64) float64 {
-	m := 0.0
-	for _, e := range v {
-		m = max(m, math.Abs(e))
-	}
-	return m
+// RandomizeBatchNorm moves every batch norm's γ into [0.5, 1.5) and β
+// into [−0.5, 0.5), away from torch's initial 1 and 0, at which an error
+// in their gradients, or one they multiply, could hide.
+func RandomizeBatchNorm(dev tensor.Device, l models.Layer, rng *rand.Rand) {
+	models.Walk(l, func(_ string, l models.Layer) {
+		if bn, ok := l.(*models.BatchNorm2D); ok {
+			models.Uniform(dev, bn.Weight.Value, 0.5, 1.5, rng)
+			models.Uniform(dev, bn.Bias.Value, -0.5, 0.5, rng)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package models
+package modeltest
 
 import (
 	"github.com/pipecast/pipecast/tensor"
