@@ -5,8 +5,18 @@
 // a block is a layer made of layers), and parameter naming that follows
 // torch's state_dict.
 //
-// It also owns the model zoo (mlp, vgg16bn, resnet50, inceptionv3),
-// their cost annotations, the partitioner and weight import and export.
+// It also owns the model zoo (mlp, vgg16, vgg16bn, resnet50,
+// inceptionv3), their cost annotations, the partitioner and weight import
+// and export; each zoo model passes the shared suite of models/modeltest.
+//
+// # Families own their sizes, optimizers own their state
+//
+// A model family's size is Config, with its defaults, checks
+// (Arch.CheckSize), label (SizeRecord.Label) and record form
+// (SizeRecord, which run records and the predictor's keys embed whole):
+// a new size field is added here alone. Optimizers implement Optimizer,
+// are chosen by name (NewOptimizer, OptimizerNames) and keep their
+// per-parameter state in Param.State, in the Optimizer memory category.
 //
 // # Dependencies
 //

@@ -5,7 +5,7 @@ For each network pipecast builds as torchvision does, this writes
 models/testdata/statedict_<model>.txt: a header comment naming the
 torchvision and torch versions, then one line per state_dict entry, in
 state_dict order, "name shape" with the shape as a list: [64, 3, 3, 3],
-or [] for a 0-d tensor (num_batches_tracked). models/golden_test.go
+or [] for a 0-d tensor (num_batches_tracked). The zoo suite (models/modeltest)
 compares pipecast's StateDict of each model with these files line for
 line.
 
