@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -83,12 +84,36 @@ func baselineRow(c baselineConfig) []float64 {
 	if c.checkpointed {
 		ckpt = 1
 	}
-	return []float64{
+	row := []float64{
 		k, m, samples, 1 / samples, (k - 1) / m, b, c.stageMaxParams, c.macsPerSample * b,
-		onehot(schedule.GPipe), onehot(schedule.Coop), onehot(schedule.OneF1B), onehot(schedule.Single), ckpt,
-		onehot(schedule.Interleaved), onehot(schedule.ZBH1), onehot(schedule.ZBH2),
 	}
+	for _, name := range baselineSchedules[:baselineCheckpointColumn] {
+		row = append(row, onehot(name))
+	}
+	row = append(row, ckpt)
+	for _, name := range baselineSchedules[baselineCheckpointColumn:] {
+		row = append(row, onehot(name))
+	}
+	return row
 }
+
+// baselineSchedules are the schedules the baseline has an indicator
+// column for, in the columns' order, with the checkpoint indicator
+// after the first baselineCheckpointColumn of them: the order of the
+// columns as they were added, which fixes the fitted numbers, and then
+// every schedule added since, so that a new schedule gets its column
+// without an edit here.
+var baselineSchedules = func() []string {
+	out := []string{schedule.GPipe, schedule.Coop, schedule.OneF1B, schedule.Single, schedule.Interleaved, schedule.ZBH1, schedule.ZBH2}
+	for _, name := range schedule.Names() {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}()
+
+const baselineCheckpointColumn = 4
 
 // recordBaselineConfig reads the features' inputs from a record.
 func recordBaselineConfig(r *profiler.Record) baselineConfig {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pipecast/pipecast/models"
 	"maps"
 	"math"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/schedule"
 )

@@ -1,9 +1,10 @@
 package profiler
 
 import (
-	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
+
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // interleavedTestRun is two devices holding four stages, interleaved:

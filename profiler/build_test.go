@@ -1,9 +1,10 @@
 package profiler
 
 import (
-	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
+
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // buildTestRun is two devices, two steps: device 0 runs forward (blocks

@@ -2,10 +2,10 @@ package profiler
 
 import (
 	"encoding/json"
-	"github.com/pipecast/pipecast/schedule"
 	"reflect"
 	"testing"
 
+	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
 )
 

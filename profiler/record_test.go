@@ -2,8 +2,8 @@ package profiler
 
 import (
 	"fmt"
-	"github.com/pipecast/pipecast/models"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 )
 

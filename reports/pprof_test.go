@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"github.com/pipecast/pipecast/schedule"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // exportTestRecord returns a small measured gpipe run on two devices with

@@ -3,11 +3,11 @@ package reports
 import (
 	"bytes"
 	"errors"
-	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 func TestWritePredictionSVG(t *testing.T) {

@@ -1,11 +1,11 @@
 package reports
 
 import (
-	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/schedule"
 	"testing"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 func TestRunsLabels(t *testing.T) {

@@ -2,12 +2,12 @@ package reports
 
 import (
 	"bytes"
-	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // runsRecord is a hand-built measured record of a two-stage pipeline whose

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"github.com/pipecast/pipecast/schedule"
 	"strings"
 	"testing"
 
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // svgNode is an element of a decoded SVG document.
