@@ -136,9 +136,18 @@ func TestPartition(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
-	s := Sweep{Models: []string{"mlp"}, Images: []int{0, 32}, Classes: []int{0}, Widths: []float64{1},
-		Batches: []int{12}, Devices: []int{1, 2}, Micro: []int{4, 8}, Schedules: []string{"single", "coop"},
-		Variants: schedule.Variants{Prefetch: []int{1, 2}}, Balance: BalanceMACs, Backend: "cpu", Threads: 3}
+	s := Sweep{
+		Models:       []string{"mlp"},
+		Batches:      []int{12},
+		Devices:      []int{1, 2},
+		Micro:        []int{4, 8},
+		Schedules:    []string{"single", "coop"},
+		Variants:     schedule.Variants{Prefetch: []int{1, 2}},
+		Balance:      BalanceMACs,
+		Backend:      "cpu",
+		Threads:      3,
+		SizeVariants: models.SizeVariants{Images: []int{0, 32}, Classes: []int{0}, Widths: []float64{1}},
+	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +226,18 @@ func TestInterleavedDefaults(t *testing.T) {
 }
 
 func TestSweepVirtualStages(t *testing.T) {
-	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1},
-		Batches: []int{4}, Devices: []int{1}, Micro: []int{2}, Schedules: []string{"1f1b", "interleaved"},
-		Variants: schedule.Variants{Virtual: []int{1, 3}},
-		Balance:  BalanceMACs, Backend: "cpu", Threads: 1}
+	s := Sweep{
+		Models:       []string{"mlp"},
+		Batches:      []int{4},
+		Devices:      []int{1},
+		Micro:        []int{2},
+		Schedules:    []string{"1f1b", "interleaved"},
+		Variants:     schedule.Variants{Virtual: []int{1, 3}},
+		Balance:      BalanceMACs,
+		Backend:      "cpu",
+		Threads:      1,
+		SizeVariants: models.SizeVariants{Images: []int{0}, Classes: []int{0}, Widths: []float64{1}},
+	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -313,9 +330,17 @@ func TestOptimizerByName(t *testing.T) {
 	if err := c.Validate(); !errors.As(err, &inv) || inv.Rule != RuleOptimizer {
 		t.Errorf("Validate with optimizer lion: %v, want a RuleOptimizer error", err)
 	}
-	s := Sweep{Models: []string{"mlp"}, Images: []int{0}, Classes: []int{0}, Widths: []float64{1}, Batches: []int{4},
-		Devices: []int{1}, Micro: []int{1}, Schedules: []string{"gpipe"},
-		Balance: BalanceMACs, Backend: "cpu", Optimizer: "lion"}
+	s := Sweep{
+		Models:       []string{"mlp"},
+		Batches:      []int{4},
+		Devices:      []int{1},
+		Micro:        []int{1},
+		Schedules:    []string{"gpipe"},
+		Balance:      BalanceMACs,
+		Backend:      "cpu",
+		Optimizer:    "lion",
+		SizeVariants: models.SizeVariants{Images: []int{0}, Classes: []int{0}, Widths: []float64{1}},
+	}
 	var fe *FieldError
 	if err := s.Check(); !errors.As(err, &fe) || fe.Field != "optimizer" {
 		t.Errorf("Sweep.Check with optimizer lion: %v, want a FieldError on optimizer", err)

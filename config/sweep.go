@@ -14,16 +14,17 @@ import (
 )
 
 // Sweep is lists of values whose every combination is one configuration:
-// models × images × classes × widths × batches × devices × micro-batches
+// models × sizes (every combination of SizeVariants' lists) × batches ×
+// devices × micro-batches
 // × schedules, each schedule times the values of its options that
 // Variants lists (gpipe's checkpoint modes, coop's look-ahead depths,
 // interleaved's virtual stages). The other fields are the same in every
 // configuration.
 type Sweep struct {
-	Models    []string
-	Images    []int // 0: the model's default; a model of flat vectors ignores it
-	Classes   []int // 0: the model's default
-	Widths    []float64
+	Models []string
+	// SizeVariants are the models' sizes to try, each field's list
+	// (empty: the model's default).
+	models.SizeVariants
 	Batches   []int
 	Devices   []int
 	Micro     []int
@@ -83,7 +84,7 @@ func (s Sweep) Check() error {
 	for _, list := range []struct {
 		field string
 		n     int
-	}{{"model", len(s.Models)}, {"image", len(s.Images)}, {"classes", len(s.Classes)}, {"width", len(s.Widths)},
+	}{{"model", len(s.Models)},
 		{"batch", len(s.Batches)}, {"devices", len(s.Devices)}, {"microbatches", len(s.Micro)},
 		{"schedule", len(s.Schedules)}} {
 		if list.n == 0 {
@@ -146,7 +147,7 @@ func (s Sweep) checkCounts() error {
 		field string
 		vals  []int
 		least int
-	}{{"image", s.Images, 0}, {"classes", s.Classes, 0}, {"batch", s.Batches, 1}, {"devices", s.Devices, 1},
+	}{{"batch", s.Batches, 1}, {"devices", s.Devices, 1},
 		{"microbatches", s.Micro, 1}} {
 		for _, v := range p.vals {
 			if v < p.least {
@@ -154,10 +155,9 @@ func (s Sweep) checkCounts() error {
 			}
 		}
 	}
-	for _, w := range s.Widths {
-		if !(w > 0) || math.IsInf(w, 1) {
-			return &FieldError{Field: "width", Value: fmt.Sprint(w), Reason: "must be a positive number"}
-		}
+	var se *models.SizeError
+	if err := s.SizeVariants.Check(); errors.As(err, &se) {
+		return &FieldError{Field: se.Field, Value: se.Value, Reason: se.Why, Err: err}
 	}
 	return nil
 }
@@ -179,31 +179,27 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 		if err != nil {
 			return nil, nil, &FieldError{Field: "model", Reason: err.Error(), Err: err}
 		}
-		for _, image := range s.Images {
-			for _, classes := range s.Classes {
-				for _, width := range s.Widths {
-					for _, cfg := range s.combinations(name, a.Sized(image, classes, width)) {
-						var inv *InvalidError
-						switch err := cfg.Validate(); {
-						case errors.As(err, &inv) && inv.Rule.Misfit():
-							if n := "skipping " + inv.Reason; !slices.Contains(notes, n) {
-								notes = append(notes, n)
-							}
-							continue
-						case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads || inv.Rule == RuleInjection):
-							// The value is at fault whatever it combines with.
-							return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
-						case err != nil:
-							return nil, nil, err
-						}
-						key := fmt.Sprintf("%+v", cfg)
-						if seen[key] {
-							continue // the mlp takes no image: one run for every image size
-						}
-						seen[key] = true
-						cfgs = append(cfgs, cfg)
+		for _, mc := range s.SizeVariants.Of(a) {
+			for _, cfg := range s.combinations(name, mc) {
+				var inv *InvalidError
+				switch err := cfg.Validate(); {
+				case errors.As(err, &inv) && inv.Rule.Misfit():
+					if n := "skipping " + inv.Reason; !slices.Contains(notes, n) {
+						notes = append(notes, n)
 					}
+					continue
+				case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads || inv.Rule == RuleInjection):
+					// The value is at fault whatever it combines with.
+					return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
+				case err != nil:
+					return nil, nil, err
 				}
+				key := fmt.Sprintf("%+v", cfg)
+				if seen[key] {
+					continue // two sizes that one model takes alike
+				}
+				seen[key] = true
+				cfgs = append(cfgs, cfg)
 			}
 		}
 	}

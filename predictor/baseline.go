@@ -307,7 +307,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 // model and size: describing builds the model's layers, which would
 // dominate the time of a forecast.
 func (b *Baseline) describe(name string, mc models.Config) (*blockCosts, error) {
-	id := fmt.Sprintf("%s|%d|%d|%g|%v", name, mc.Image, mc.Classes, mc.Width, mc.Sizes)
+	id := fmt.Sprintf("%s|%+v|%v", name, mc.Record(), mc.Sizes)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c, ok := b.costs[id]; ok {

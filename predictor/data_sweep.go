@@ -15,9 +15,13 @@ import (
 // set and seed are the first run's.
 func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	s := config.Sweep{
-		Models: []string{key.Model}, Images: []int{key.Image}, Classes: []int{key.Classes}, Widths: []float64{key.Width},
-		Threads: key.Threads, Backend: key.Backend, Transport: key.Transport, Balance: config.BalanceTime,
+		Models:    []string{key.Model},
+		Threads:   key.Threads,
+		Backend:   key.Backend,
+		Transport: key.Transport,
+		Balance:   config.BalanceTime,
 	}
+	s.SizeVariants.Add(key.SizeRecord)
 	var balances []string
 	var variants schedule.Variants
 	for i := range recs {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -15,37 +14,32 @@ import (
 // tableFormats are the formats of the commands that print a table.
 var tableFormats = []Format{FormatTable, FormatMarkdown, FormatCSV, FormatJSON}
 
-// ModelSize is how the models commands size every network: the flags
-// --image, --classes and --width.
+// ModelSize is how the models commands and plan size a network: one
+// value of each size flag (models.SizeFlags), an empty list selecting
+// each model's default.
 type ModelSize struct {
-	Image   int     // input height and width; 0 selects each model's default
-	Classes int     // output classes; 0 selects each model's default
-	Width   float64 // channel-width multiplier
+	models.SizeVariants
 }
 
-func addSizeFlags(cmd *cobra.Command, s *ModelSize) {
-	cmd.Flags().IntVar(&s.Image, "image", 0, "input height and width in pixels (0: each model's default; the mlp ignores it)")
-	cmd.Flags().IntVar(&s.Classes, "classes", 0, "number of output classes (0: each model's default)")
-	cmd.Flags().Float64Var(&s.Width, "width", 1, "multiplier of every channel count and hidden width (1: torchvision's networks)")
+// defaultModelSize is the flags' defaults: each model's own sizes at
+// torchvision's width.
+func defaultModelSize() ModelSize {
+	return ModelSize{models.SizeVariants{Widths: []float64{1}}}
 }
 
 // validate rejects sizes that no model can take; sizes a particular model
 // cannot take are the run function's to find.
-func (s ModelSize) validate() error {
-	switch {
-	case s.Image < 0:
-		return usageErrorf("--image %d: must be positive (or 0 for each model's default)", s.Image)
-	case s.Classes < 0:
-		return usageErrorf("--classes %d: must be positive (or 0 for each model's default)", s.Classes)
-	case !(s.Width > 0) || math.IsInf(s.Width, 1):
-		return usageErrorf("--width %v: must be a positive number", s.Width)
-	}
-	return nil
-}
+func (s ModelSize) validate() error { return checkSizes(s.SizeVariants) }
 
 // config is the zoo configuration of model a at these sizes.
-func (s ModelSize) config(a models.Arch) models.Config {
-	return a.Sized(s.Image, s.Classes, s.Width)
+func (s ModelSize) config(a models.Arch) models.Config { return s.Of(a)[0] }
+
+// image is the --image value, 0 when none was given.
+func (s ModelSize) image() int {
+	if len(s.Images) == 0 {
+		return 0
+	}
+	return s.Images[0]
 }
 
 // tooSmall says why a cannot take the --image size, or "" when it can.
@@ -63,14 +57,15 @@ func (s ModelSize) describe(a models.Arch) (*models.Model, error) {
 
 // summary names the sizes for a title: "input 64×64, 10 classes, width 1".
 func (s ModelSize) summary() string {
+	c := s.Of(models.Arch{DefaultImage: 1})[0].Record() // as a model that takes every field
 	image, classes := "each model's default input", "default classes"
-	if s.Image > 0 {
-		image = fmt.Sprintf("input %d×%d", s.Image, s.Image)
+	if c.Image > 0 {
+		image = fmt.Sprintf("input %d×%d", c.Image, c.Image)
 	}
-	if s.Classes > 0 {
-		classes = fmt.Sprintf("%d classes", s.Classes)
+	if c.Classes > 0 {
+		classes = fmt.Sprintf("%d classes", c.Classes)
 	}
-	return fmt.Sprintf("%s, %s, width %s", image, classes, strconv.FormatFloat(s.Width, 'g', -1, 64))
+	return fmt.Sprintf("%s, %s, width %s", image, classes, strconv.FormatFloat(c.Width, 'g', -1, 64))
 }
 
 // shapeCell shows a sample's shape as people write it, 3×224×224, and
@@ -139,7 +134,8 @@ that input is listed with its numbers left empty and a note.`,
 	}
 	// rootArgs suggests subcommands as close as the root suggests its own.
 	cmd.SuggestionsMinimumDistance = 2
-	addSizeFlags(cmd, &opts.Size)
+	opts.Size = defaultModelSize()
+	addSizeFlags(cmd.Flags(), &opts.Size)
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	cmd.AddCommand(newCmdModelsPartition(streams, nil), newCmdModelsExport(streams), newCmdModelsImport(streams))
 	return cmd
@@ -168,7 +164,7 @@ func zooTable(size ModelSize) (*reports.Table, error) {
 	}
 	for _, a := range models.Archs() {
 		note := size.tooSmall(a)
-		if note == "" && a.DefaultImage == 0 && size.Image > 0 {
+		if note == "" && a.DefaultImage == 0 && size.image() > 0 {
 			note = a.Name + " takes flat vectors: --image does not apply"
 		}
 		name := reports.String(a.Name)

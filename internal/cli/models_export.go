@@ -78,7 +78,8 @@ existing file as it was.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Model, "model", "", "model to export (required; see pipecast models)")
-	addSizeFlags(cmd, &opts.Size)
+	opts.Size = defaultModelSize()
+	addSizeFlags(cmd.Flags(), &opts.Size)
 	cmd.Flags().IntVar(&opts.Batch, "batch", 2, "samples in the recorded training step")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, the input and the targets")
 	cmd.Flags().StringVar(&opts.Out, "out", "", "file to write (required)")
@@ -94,7 +95,7 @@ func lookupModel(name string, size ModelSize) (models.Arch, error) {
 		return a, &UsageError{Err: fmt.Errorf("--model: %w", err)}
 	}
 	if why := size.tooSmall(a); why != "" {
-		return a, usageErrorf("--image %d: %s", size.Image, why)
+		return a, usageErrorf("--image %d: %s", size.image(), why)
 	}
 	return a, nil
 }
@@ -218,7 +219,8 @@ batch norm) is compared against the model's largest gradient instead.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Model, "model", "", "model to load into (required; see pipecast models)")
-	addSizeFlags(cmd, &opts.Size)
+	opts.Size = defaultModelSize()
+	addSizeFlags(cmd.Flags(), &opts.Size)
 	cmd.Flags().IntVar(&opts.Threads, "threads", 0, "worker threads of the CPU device (0: every core)")
 	addOutputFlag(cmd, &opts.Output, FormatText, FormatJSON)
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -44,10 +45,10 @@ func TestNewCmdModelsExportFlags(t *testing.T) {
 		wantCode ExitCode
 	}{
 		{name: "defaults", args: []string{"--model", "mlp", "--out", "f.npz"},
-			want: ModelsExportOptions{Model: "mlp", Out: "f.npz", Batch: 2, Seed: 1, Size: ModelSize{Width: 1}}},
+			want: ModelsExportOptions{Model: "mlp", Out: "f.npz", Batch: 2, Seed: 1, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "every flag", args: []string{"--model", "resnet50", "--out", "r.npz", "--image", "64", "--classes", "10",
 			"--width", "0.5", "--batch", "4", "--seed", "9", "--threads", "3"},
-			want: ModelsExportOptions{Model: "resnet50", Out: "r.npz", Batch: 4, Seed: 9, Threads: 3, Size: ModelSize{Image: 64, Classes: 10, Width: 0.5}}},
+			want: ModelsExportOptions{Model: "resnet50", Out: "r.npz", Batch: 4, Seed: 9, Threads: 3, Size: ModelSize{models.SizeVariants{Images: []int{64}, Classes: []int{10}, Widths: []float64{0.5}}}}},
 		{name: "no model", args: []string{"--out", "f.npz"}, wantCode: ExitUsage},
 		{name: "no out", args: []string{"--model", "mlp"}, wantCode: ExitUsage},
 		{name: "zero batch", args: []string{"--model", "mlp", "--out", "f", "--batch", "0"}, wantCode: ExitUsage},
@@ -75,7 +76,7 @@ func TestNewCmdModelsExportFlags(t *testing.T) {
 				return
 			}
 			tc.want.IO = streams
-			if got == nil || *got != tc.want {
+			if got == nil || !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("options: got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -90,9 +91,9 @@ func TestNewCmdModelsImportFlags(t *testing.T) {
 		wantCode ExitCode
 	}{
 		{name: "defaults", args: []string{"--model", "mlp", "f.npz"},
-			want: ModelsImportOptions{Model: "mlp", Path: "f.npz", Output: FormatText, Size: ModelSize{Width: 1}}},
+			want: ModelsImportOptions{Model: "mlp", Path: "f.npz", Output: FormatText, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "json and sizes", args: []string{"--model", "vgg16bn", "--image", "32", "--width", "0.25", "--output", "json", "w.npz"},
-			want: ModelsImportOptions{Model: "vgg16bn", Path: "w.npz", Output: FormatJSON, Size: ModelSize{Image: 32, Width: 0.25}}},
+			want: ModelsImportOptions{Model: "vgg16bn", Path: "w.npz", Output: FormatJSON, Size: ModelSize{models.SizeVariants{Images: []int{32}, Widths: []float64{0.25}}}}},
 		{name: "no file", args: []string{"--model", "mlp"}, wantCode: ExitUsage},
 		{name: "two files", args: []string{"--model", "mlp", "a.npz", "b.npz"}, wantCode: ExitUsage},
 		{name: "no model", args: []string{"f.npz"}, wantCode: ExitUsage},
@@ -117,7 +118,7 @@ func TestNewCmdModelsImportFlags(t *testing.T) {
 				return
 			}
 			tc.want.IO = streams
-			if got == nil || *got != tc.want {
+			if got == nil || !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("options: got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -78,7 +78,8 @@ numbered from 1 in model order.`,
 	cmd.Flags().StringVar(&opts.Model, "model", "", "model to partition (required; see pipecast models)")
 	cmd.Flags().IntVar(&opts.Devices, "devices", 0, "number of devices, one stage each (required)")
 	cmd.Flags().Var(balanceValue{&opts.Balance}, "balance", "cost to balance: params|macs")
-	addSizeFlags(cmd, &opts.Size)
+	opts.Size = defaultModelSize()
+	addSizeFlags(cmd.Flags(), &opts.Size)
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var names []string
@@ -123,7 +124,7 @@ func modelsPartitionRun(opts *ModelsPartitionOptions) error {
 		return &UsageError{Err: fmt.Errorf("--model: %w", err)}
 	}
 	if why := opts.Size.tooSmall(a); why != "" {
-		return usageErrorf("--image %d: %s", opts.Size.Image, why)
+		return usageErrorf("--image %d: %s", opts.Size.image(), why)
 	}
 	m, err := opts.Size.describe(a)
 	if err != nil {

@@ -9,12 +9,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/pipecast/pipecast/config"
 	"github.com/spf13/cobra"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 )
 
 func init() {
@@ -61,11 +64,11 @@ func TestNewCmdModelsFlags(t *testing.T) {
 		want      ModelsOptions
 		wantUsage string // the usage error, if any
 	}{
-		{name: "defaults", want: ModelsOptions{Output: FormatTable, Size: ModelSize{Width: 1}}},
+		{name: "defaults", want: ModelsOptions{Output: FormatTable, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "all flags", args: []string{"--image", "64", "--classes", "10", "--width", "0.25", "--output", "json"},
-			want: ModelsOptions{Output: FormatJSON, Size: ModelSize{Image: 64, Classes: 10, Width: 0.25}}},
-		{name: "markdown", args: []string{"--output=markdown"}, want: ModelsOptions{Output: FormatMarkdown, Size: ModelSize{Width: 1}}},
-		{name: "csv", args: []string{"--output", "csv"}, want: ModelsOptions{Output: FormatCSV, Size: ModelSize{Width: 1}}},
+			want: ModelsOptions{Output: FormatJSON, Size: ModelSize{models.SizeVariants{Images: []int{64}, Classes: []int{10}, Widths: []float64{0.25}}}}},
+		{name: "markdown", args: []string{"--output=markdown"}, want: ModelsOptions{Output: FormatMarkdown, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
+		{name: "csv", args: []string{"--output", "csv"}, want: ModelsOptions{Output: FormatCSV, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "text is not a table format", args: []string{"--output", "text"}, wantUsage: `unknown format "text"`},
 		{name: "zero width", args: []string{"--width", "0"}, wantUsage: "--width 0: must be a positive number"},
 		{name: "negative width", args: []string{"--width", "-1"}, wantUsage: "--width -1: must be a positive number"},
@@ -105,7 +108,7 @@ func TestNewCmdModelsFlags(t *testing.T) {
 			if got == nil {
 				t.Fatal("the run function did not run")
 			}
-			if got.IO != streams || got.Output != tc.want.Output || got.Size != tc.want.Size {
+			if got.IO != streams || got.Output != tc.want.Output || !reflect.DeepEqual(got.Size, tc.want.Size) {
 				t.Errorf("options: got %+v, want %+v", *got, tc.want)
 			}
 		})
@@ -122,13 +125,13 @@ func TestNewCmdModelsPartitionFlags(t *testing.T) {
 		wantUsage string
 	}{
 		{name: "defaults", args: withBase(), want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4,
-			Balance: config.BalanceMACs, Size: ModelSize{Width: 1}}},
+			Balance: config.BalanceMACs, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "all flags", args: withBase("--balance", "params", "--image", "128",
 			"--classes", "100", "--width", "0.5", "--output", "csv"),
 			want: ModelsPartitionOptions{Output: FormatCSV, Model: "resnet50", Devices: 4, Balance: config.BalanceParams,
-				Size: ModelSize{Image: 128, Classes: 100, Width: 0.5}}},
+				Size: ModelSize{models.SizeVariants{Images: []int{128}, Classes: []int{100}, Widths: []float64{0.5}}}}},
 		{name: "balance macs", args: withBase("--balance=macs"),
-			want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4, Balance: config.BalanceMACs, Size: ModelSize{Width: 1}}},
+			want: ModelsPartitionOptions{Output: FormatTable, Model: "resnet50", Devices: 4, Balance: config.BalanceMACs, Size: ModelSize{models.SizeVariants{Widths: []float64{1}}}}},
 		{name: "model is required", args: []string{"--devices", "4"}, wantUsage: "required flag --model not set"},
 		{name: "devices are required", args: []string{"--model", "mlp"}, wantUsage: "required flag --devices not set"},
 		{name: "zero devices", args: []string{"--model", "mlp", "--devices", "0"}, wantUsage: "--devices 0: need at least 1"},
@@ -169,7 +172,7 @@ func TestNewCmdModelsPartitionFlags(t *testing.T) {
 				t.Fatal("the run function did not run")
 			}
 			got.IO = nil
-			if *got != tc.want {
+			if !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("options: got %+v, want %+v", *got, tc.want)
 			}
 		})

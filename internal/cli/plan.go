@@ -29,9 +29,7 @@ type PlanOptions struct {
 	Wide   bool
 
 	Model     string
-	Image     int
-	Width     float64
-	Classes   int
+	Size      ModelSize
 	Batch     int
 	Devices   int
 	Memory    string // --memory as given; MemoryBytes parsed (0: no budget)
@@ -97,9 +95,8 @@ bar).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Model, "model", "", "the model to plan for (see pipecast models)")
-	f.IntVar(&opts.Image, "image", 0, "input height and width in pixels (0: the model's default)")
-	f.Float64Var(&opts.Width, "width", 1, "channel-width multiplier (1: torchvision's networks)")
-	f.IntVar(&opts.Classes, "classes", 0, "number of output classes (0: the model's default)")
+	opts.Size = defaultModelSize()
+	addSizeFlags(f, &opts.Size)
 	f.IntVar(&opts.Batch, "batch", 0, "mini-batch size B")
 	f.IntVar(&opts.Devices, "devices", 0, "number of devices K")
 	f.StringVar(&opts.Memory, "memory", "", "memory budget per device in bytes (16GiB, 512MiB, 2e9)")
@@ -133,10 +130,9 @@ func (o *PlanOptions) validate() error {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the default)", o.Threads)
 	case len(o.Micro) == 0:
 		return usageErrorf("--microbatches: empty list")
-	case !(o.Width > 0) || math.IsInf(o.Width, 1):
-		return usageErrorf("--width %g: must be a positive number", o.Width)
-	case o.Image < 0 || o.Classes < 0:
-		return usageErrorf("--image and --classes: need 0 (the default) or more")
+	}
+	if err := o.Size.validate(); err != nil {
+		return err
 	}
 	for _, s := range o.Schedules {
 		if !slices.Contains(schedule.Names(), s) {
@@ -211,7 +207,7 @@ func (o *PlanOptions) base(threads int) config.Config {
 		threads = config.DefaultThreads(o.Devices)
 	}
 	return config.Config{
-		Model: o.Model, ModelConfig: a.Sized(o.Image, o.Classes, o.Width), Batch: o.Batch,
+		Model: o.Model, ModelConfig: o.Size.config(a), Batch: o.Batch,
 		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
 		Threads: threads, Dataset: "synthetic", Seed: 1, SGD: config.DefaultSGD(),
 	}
@@ -228,8 +224,12 @@ func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, []profiler.
 	if err != nil {
 		return nil, config.Config{}, nil, err
 	}
-	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Images: []int{o.Image},
-		Classes: []int{o.Classes}, Widths: []float64{o.Width}, Threads: o.Threads}}
+	// The data's runs of the planned size: each field as given, or the
+	// model's default (0 selects it).
+	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Threads: o.Threads}}
+	if a, err := models.LookupArch(o.Model); err == nil {
+		sel.SizeVariants.Add(o.Size.config(a).Record())
+	}
 	keys, err := sel.targets(recs)
 	if err != nil {
 		return nil, config.Config{}, nil, err

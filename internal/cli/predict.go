@@ -119,9 +119,7 @@ draws forecast against measured step times.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs (repeat the flag or separate with commas)")
 	f.StringSliceVar(&opts.Models, "model", nil, "models to forecast (default: the data's)")
-	f.IntSliceVar(&opts.Images, "image", nil, "input heights and widths in pixels (default: the data's)")
-	f.IntSliceVar(&opts.Classes, "classes", nil, "numbers of output classes (default: the data's)")
-	f.Float64SliceVar(&opts.Widths, "width", nil, "channel-width multipliers (default: the data's)")
+	addSizeListFlags(f, &opts.SizeVariants, " (default: the data's)")
 	f.IntSliceVar(&opts.Batches, "batch", nil, "mini-batch sizes B (default: the data's)")
 	f.IntSliceVar(&opts.Devices, "devices", nil, "numbers of devices K (default: the data's)")
 	f.IntSliceVar(&opts.Micro, "microbatches", nil, "numbers of micro-batches M per step (default: the data's)")
@@ -148,8 +146,8 @@ draws forecast against measured step times.`,
 
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
-var predictConfigFlags = append([]string{"model", "image", "classes", "width", "batch", "devices", "microbatches",
-	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}, scheduleOptionFlagNames()...)
+var predictConfigFlags = slices.Concat([]string{"model", "batch", "devices", "microbatches",
+	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}, sizeFlagNames(), scheduleOptionFlagNames())
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -178,7 +176,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 			return usageErrorf("--%s applies to --validate only", name)
 		}
 	}
-	for _, name := range append([]string{"model", "image", "classes", "width", "batch", "devices", "microbatches", "schedule"}, scheduleOptionFlagNames()...) {
+	for _, name := range []string{"model", "batch", "devices", "microbatches", "schedule"} {
 		if f := flags.Lookup(name); f != nil && f.Changed && f.Value.String() == "[]" {
 			return usageErrorf("--%s: empty list", name)
 		}
@@ -201,10 +199,17 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 // predictDefaults stands in for the data when the flags are checked
 // before the data is read.
 var predictDefaults = config.Sweep{
-	Models: defaultProfileModels, Images: defaultProfileImages, Classes: []int{0}, Widths: defaultProfileWidths,
-	Batches: defaultProfileBatches, Devices: defaultProfileDevices, Micro: defaultProfileMicro,
-	Schedules: defaultProfileSchedules, Variants: schedule.DefaultVariants(),
-	Balance: config.BalanceTime, Backend: tensor.CPUBackend, Dataset: "synthetic", Seed: 1,
+	Models:       defaultProfileModels,
+	Batches:      defaultProfileBatches,
+	Devices:      defaultProfileDevices,
+	Micro:        defaultProfileMicro,
+	Schedules:    defaultProfileSchedules,
+	Variants:     schedule.DefaultVariants(),
+	Balance:      config.BalanceTime,
+	Backend:      tensor.CPUBackend,
+	Dataset:      "synthetic",
+	Seed:         1,
+	SizeVariants: defaultProfileSizes(),
 }
 
 // sweep returns the sweep of the flags given, taking every list, the
@@ -224,11 +229,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 		return fallback
 	}
 	s.Models = pick(o.Models, data.Models)
-	s.Images = pickInt(o.Images, data.Images)
-	s.Classes = pickInt(o.Classes, data.Classes)
-	if o.Widths != nil {
-		s.Widths = o.Widths
-	}
+	s.SizeVariants = o.SizeVariants.Or(data.SizeVariants)
 	s.Batches = pickInt(o.Batches, data.Batches)
 	s.Devices = pickInt(o.Devices, data.Devices)
 	s.Micro = pickInt(o.Micro, data.Micro)

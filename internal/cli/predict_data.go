@@ -24,19 +24,21 @@ func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error
 	filters := []filter{
 		{"model", len(o.Models), func(k predictor.Key, i int) bool { return o.Models[i] == k.Model },
 			func(i int) string { return o.Models[i] }},
-		{"image", len(o.Images), func(k predictor.Key, i int) bool { return resolveImage(k, o.Images[i]) == k.Image },
-			func(i int) string { return fmt.Sprint(o.Images[i]) }},
-		{"classes", len(o.Classes), func(k predictor.Key, i int) bool { return resolveClasses(k, o.Classes[i]) == k.Classes },
-			func(i int) string { return fmt.Sprint(o.Classes[i]) }},
-		{"width", len(o.Widths), func(k predictor.Key, i int) bool { return o.Widths[i] == k.Width },
-			func(i int) string { return fmt.Sprint(o.Widths[i]) }},
+	}
+	for _, sf := range models.SizeFlags() {
+		values := sf.Values(o.SizeVariants)
+		filters = append(filters, filter{sf.Name, len(values),
+			func(k predictor.Key, i int) bool { return sf.Selects(o.SizeVariants, i, k.Model, k.SizeRecord) },
+			func(i int) string { return values[i] }})
+	}
+	filters = append(filters, []filter{
 		{"threads", min(o.Threads, 1), func(k predictor.Key, _ int) bool { return o.Threads == k.Threads },
 			func(int) string { return fmt.Sprint(o.Threads) }},
 		{"backend", min(len(o.Backend), 1), func(k predictor.Key, _ int) bool { return o.Backend == k.Backend },
 			func(int) string { return o.Backend }},
 		{"transport", min(len(o.Transport), 1), func(k predictor.Key, _ int) bool { return predictor.KeyTransport(o.Transport) == k.Transport },
 			func(int) string { return o.Transport }},
-	}
+	}...)
 	keys := dataKeys(recs)
 	used := make([][]bool, len(filters))
 	for f := range filters {
@@ -89,33 +91,4 @@ func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error
 	}
 	return nil, usageErrorf("the data holds no measured runs for %s, so it cannot forecast them; it holds runs of:\n%s",
 		what, strings.Join(held, "\n"))
-}
-
-// resolveImage is the input size a run of k's model records for the
-// --image value im: the model's default for 0, and 0 for a model that
-// takes no image (the mlp), whatever im is.
-func resolveImage(k predictor.Key, im int) int {
-	a, err := models.LookupArch(k.Model)
-	switch {
-	case err != nil:
-		return im
-	case a.DefaultImage == 0:
-		return 0
-	case im == 0:
-		return a.DefaultImage
-	}
-	return im
-}
-
-// resolveClasses is the number of classes a run of k's model records for
-// the --classes value c: the zoo's default for 0.
-func resolveClasses(k predictor.Key, c int) int {
-	if c != 0 {
-		return c
-	}
-	m, err := models.Describe(k.Model, models.Config{Image: k.Image, Width: k.Width})
-	if err != nil {
-		return -1
-	}
-	return m.Config.Classes
 }

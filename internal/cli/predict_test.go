@@ -66,10 +66,18 @@ func TestNewCmdPredictFlags(t *testing.T) {
 			"--width", "0.25,0.5", "--batch", "16", "--devices", "2,4,8", "--microbatches", "4,8", "--schedule", "gpipe,coop",
 			"--checkpoint", "never", "--prefetch", "2", "--balance", "params", "--threads", "1", "--backend", "cpu",
 			"--out", "dir", "--trace", "t.json", "--pprof", "p.pb.gz", "--svg", "s.svg", "--output", "csv"},
-			want: PredictOptions{Output: FormatCSV, Data: []string{"a.jsonl"}, Sweep: config.Sweep{Models: []string{"mlp"}, Images: []int{32},
-				Classes: []int{10}, Widths: []float64{0.25, 0.5}, Batches: []int{16}, Devices: []int{2, 4, 8}, Micro: []int{4, 8},
-				Schedules: []string{"gpipe", "coop"}, Variants: schedule.Variants{Checkpoints: []schedule.Checkpoint{schedule.Never}, Prefetch: []int{2}}, Balance: "params",
-				Threads: 1, Backend: "cpu"}, Out: "dir", Trace: "t.json", Pprof: "p.pb.gz", SVG: "s.svg", Holdout: "devices", Seed: 1}},
+			want: PredictOptions{Output: FormatCSV, Data: []string{"a.jsonl"}, Sweep: config.Sweep{
+				Models:       []string{"mlp"},
+				Batches:      []int{16},
+				Devices:      []int{2, 4, 8},
+				Micro:        []int{4, 8},
+				Schedules:    []string{"gpipe", "coop"},
+				Variants:     schedule.Variants{Checkpoints: []schedule.Checkpoint{schedule.Never}, Prefetch: []int{2}},
+				Balance:      "params",
+				Threads:      1,
+				Backend:      "cpu",
+				SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{10}, Widths: []float64{0.25, 0.5}},
+			}, Out: "dir", Trace: "t.json", Pprof: "p.pb.gz", SVG: "s.svg", Holdout: "devices", Seed: 1}},
 		{name: "a backend this build lacks", args: []string{"--data", "a.jsonl", "--backend", "cuda"},
 			want: PredictOptions{Output: FormatTable, Data: []string{"a.jsonl"}, Sweep: config.Sweep{Backend: "cuda"}, Holdout: "devices", Seed: 1}},
 		{name: "validate", args: []string{"--data", "a.jsonl", "--validate", "--holdout", "random", "--seed", "7", "--svg", "v.svg"},
@@ -122,9 +130,16 @@ func TestDataSweep(t *testing.T) {
 	got := predictor.DataSweep(recs, keys[0])
 	got.Dataset, got.Seed = "", 0
 	want := config.Sweep{
-		Models: []string{"mlp"}, Images: []int{0}, Classes: []int{keys[0].Classes}, Widths: []float64{0.25},
-		Batches: []int{16}, Devices: []int{1, 2}, Micro: []int{1, 2, 4}, Schedules: []string{"gpipe", "coop"},
-		Variants: schedule.Variants{Checkpoints: []schedule.Checkpoint{schedule.ExceptLast}, Prefetch: []int{1}}, Balance: "time", Threads: 1, Backend: "cpu",
+		Models:       []string{"mlp"},
+		Batches:      []int{16},
+		Devices:      []int{1, 2},
+		Micro:        []int{1, 2, 4},
+		Schedules:    []string{"gpipe", "coop"},
+		Variants:     schedule.Variants{Checkpoints: []schedule.Checkpoint{schedule.ExceptLast}, Prefetch: []int{1}},
+		Balance:      "time",
+		Threads:      1,
+		Backend:      "cpu",
+		SizeVariants: models.SizeVariants{Images: []int{0}, Classes: []int{keys[0].Classes}, Widths: []float64{0.25}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)

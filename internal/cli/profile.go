@@ -56,8 +56,6 @@ type ProfileOptions struct {
 // laptop.
 var (
 	defaultProfileModels    = []string{"resnet50"}
-	defaultProfileImages    = []int{32}
-	defaultProfileWidths    = []float64{0.25}
 	defaultProfileBatches   = []int{16}
 	defaultProfileDevices   = []int{2}
 	defaultProfileMicro     = []int{4}
@@ -125,9 +123,8 @@ run. Progress is shown on standard error when it is a terminal.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Models, "model", defaultProfileModels, "models to train (see pipecast models)")
-	f.IntSliceVar(&opts.Images, "image", defaultProfileImages, "input heights and widths in pixels (0: the model's default; the mlp ignores it)")
-	f.IntSliceVar(&opts.Classes, "classes", []int{0}, "numbers of output classes (0: the model's default)")
-	f.Float64SliceVar(&opts.Widths, "width", defaultProfileWidths, "channel-width multipliers (1: torchvision's networks)")
+	opts.SizeVariants = defaultProfileSizes()
+	addSizeListFlags(f, &opts.SizeVariants, "")
 	f.IntSliceVar(&opts.Batches, "batch", defaultProfileBatches, "mini-batch sizes B")
 	f.IntSliceVar(&opts.Devices, "devices", defaultProfileDevices, "numbers of devices K, one pipeline stage each")
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultProfileMicro, "numbers of micro-batches M per step (coop: slices)")
@@ -325,4 +322,10 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 // runs with the same key share one measurement.
 func interferenceKey(cfg config.Config) string {
 	return fmt.Sprintf("%s %#v b=%d t=%d %s", cfg.Model, cfg.ModelConfig, cfg.MicroBatchSize(), cfg.Threads, cfg.Backend)
+}
+
+// defaultProfileSizes are the default workload's sizes: 32×32 inputs at a
+// quarter of torchvision's width, each model's classes.
+func defaultProfileSizes() models.SizeVariants {
+	return models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}}
 }

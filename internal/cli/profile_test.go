@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 )
 
@@ -48,10 +49,22 @@ func TestNewCmdProfileFlags(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, o *ProfileOptions) {
 			want := ProfileOptions{
-				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{Models: []string{"resnet50"}, Images: []int{32}, Classes: []int{0},
-					Widths: []float64{0.25}, Batches: []int{16}, Devices: []int{2}, Micro: []int{4},
-					Schedules: []string{"gpipe", "coop"}, Variants: schedule.DefaultVariants(),
-					Balance: "time", Dataset: "synthetic", Seed: 1, Backend: "cpu", Transport: "inprocess", Optimizer: "sgd", LR: 0.01},
+				IO: o.IO, Output: FormatTable, Sweep: config.Sweep{
+					Models:       []string{"resnet50"},
+					Batches:      []int{16},
+					Devices:      []int{2},
+					Micro:        []int{4},
+					Schedules:    []string{"gpipe", "coop"},
+					Variants:     schedule.DefaultVariants(),
+					Balance:      "time",
+					Dataset:      "synthetic",
+					Seed:         1,
+					Backend:      "cpu",
+					Transport:    "inprocess",
+					Optimizer:    "sgd",
+					LR:           0.01,
+					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}},
+				},
 				Steps: 5, Warmup: 1, Timeout: 10 * time.Minute,
 			}
 			if !reflect.DeepEqual(*o, want) {

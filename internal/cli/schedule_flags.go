@@ -16,6 +16,7 @@ import (
 func addScheduleOptionFlags(f *pflag.FlagSet, v *schedule.Variants, note string) {
 	for _, of := range schedule.OptionFlags() {
 		f.Var(&optionFlag{v: v, of: of}, of.Name, of.Usage+note)
+		noEmptyDefault(f, of.Name)
 	}
 }
 
