@@ -30,13 +30,13 @@ func (s *simulation) record(tl *schedule.Timeline) profiler.Record {
 		Oversubscribed:  false,
 		PredictedRelErr: s.c.RelErr(),
 	}
-	step := profiler.RunStep{Step: 0, WallNanos: nanos(tl.Makespan), Devices: make([]profiler.DeviceStep, len(s.prog.Devices))}
+	step := profiler.RunStep{Step: 0, WallNanos: nanos(tl.Makespan), Devices: make([]profiler.DeviceActivity, len(s.prog.Devices))}
 	for d, ops := range s.prog.Devices {
-		var ds profiler.DeviceStep
+		var ds profiler.DeviceActivity
 		var sent, received int64
 		if d < len(s.meta.devices) {
 			m := s.meta.devices[d]
-			ds = profiler.DeviceStepOf(m.Memory, nil)
+			ds = profiler.DeviceActivityOf(m.Memory, nil)
 			sent, received = m.Comm.SentBytes, m.Comm.ReceivedBytes
 		}
 		for i, o := range ops {

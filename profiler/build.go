@@ -54,15 +54,16 @@ type RunStep struct {
 	WallNanos int64
 	Loss      float64
 	// Devices holds what each device did, in device order.
-	Devices []DeviceStep
+	Devices []DeviceActivity
 }
 
-// DeviceStep is what one device did in one step: its events (times from
-// the step's start; a compute op's per-block events before the op's own
-// event) and its memory peaks during the step. MemoryTrack, when set, is
+// DeviceActivity is what one device did and held in one step, as Build
+// takes it (the runner's DeviceStep is its raw form): its events (times
+// from the step's start; a compute op's per-block events before the op's
+// own event) and its memory peaks during the step. MemoryTrack, when set, is
 // the device's live memory over the step (see MemoryTrackOf); the record
 // keeps the first measured step's.
-type DeviceStep struct {
+type DeviceActivity struct {
 	Events              []Event
 	PeakBytes           int64
 	PeakBytesByCategory map[string]int64

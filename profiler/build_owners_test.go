@@ -15,7 +15,7 @@ func interleavedTestRun() Run {
 	ev := func(op string, stage, block int, start, end int64) Event {
 		return Event{Op: op, Stage: stage, Micro: 0, Block: block, StartNanos: start, EndNanos: end}
 	}
-	dev := func(stages ...int) DeviceStep {
+	dev := func(stages ...int) DeviceActivity {
 		var evs []Event
 		at := int64(0)
 		for _, s := range stages {
@@ -28,7 +28,7 @@ func interleavedTestRun() Run {
 				at += dt
 			}
 		}
-		return DeviceStep{Events: evs, PeakBytes: 10}
+		return DeviceActivity{Events: evs, PeakBytes: 10}
 	}
 	return Run{
 		Kind:   KindMeasured,
@@ -36,7 +36,7 @@ func interleavedTestRun() Run {
 		Blocks: []BlockCost{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}},
 		Bounds: []int{0, 1, 2, 3, 4},
 		Owners: []int{0, 1, 0, 1},
-		Steps:  []RunStep{{Step: 1, WallNanos: 1000, Devices: []DeviceStep{dev(0, 2), dev(1, 3)}}},
+		Steps:  []RunStep{{Step: 1, WallNanos: 1000, Devices: []DeviceActivity{dev(0, 2), dev(1, 3)}}},
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 // 0 and 1) then sends; device 1 receives, then runs forward (block 2).
 func buildTestRun(kind string) Run {
 	step := func(n int, wall, fwd int64) RunStep {
-		return RunStep{Step: n, WallNanos: wall, Loss: float64(n), Devices: []DeviceStep{
+		return RunStep{Step: n, WallNanos: wall, Loss: float64(n), Devices: []DeviceActivity{
 			{Events: []Event{
 				{Op: "forward", Stage: 0, Block: 0, StartNanos: 0, EndNanos: fwd / 2},
 				{Op: "forward", Stage: 0, Block: 1, StartNanos: fwd / 2, EndNanos: fwd},

@@ -46,14 +46,14 @@ func TestBuildMemoryTrack(t *testing.T) {
 		{Op: "forward", Block: WholeOp, StartNanos: 5, EndNanos: 40},
 		{Op: "send", Block: WholeOp, StartNanos: 70, EndNanos: 80},
 	}
-	other := DeviceStep{Events: []Event{{Op: "forward", Block: WholeOp, StartNanos: 0, EndNanos: 1}}}
+	other := DeviceActivity{Events: []Event{{Op: "forward", Block: WholeOp, StartNanos: 0, EndNanos: 1}}}
 	peaks := map[string]int64{"weights": 1000, "activations": 100, "boundary": 64}
 	run := Run{
 		Kind:   KindMeasured,
 		Config: RunConfig{RecordOptions: schedule.RecordOptions{Devices: 2}},
 		Steps: []RunStep{
-			{Step: 4, WallNanos: 100, Devices: []DeviceStep{other, other}},
-			{Step: 5, WallNanos: 100, Devices: []DeviceStep{
+			{Step: 4, WallNanos: 100, Devices: []DeviceActivity{other, other}},
+			{Step: 5, WallNanos: 100, Devices: []DeviceActivity{
 				other,
 				{Events: events, PeakBytes: 1164, PeakBytesByCategory: peaks, MemoryTrack: MemoryTrackOf(tl, 100)},
 			}},

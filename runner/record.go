@@ -24,9 +24,9 @@ func (r *Result) Record() profiler.Record {
 	}
 	run.Config = r.Config.RecordConfig(sized, len(r.Steps), len(r.Warmup))
 	for i, s := range r.Steps {
-		run.Steps[i] = profiler.RunStep{Step: s.Step, WallNanos: s.Nanos, Loss: s.Loss, Devices: make([]profiler.DeviceStep, len(s.Devices))}
+		run.Steps[i] = profiler.RunStep{Step: s.Step, WallNanos: s.Nanos, Loss: s.Loss, Devices: make([]profiler.DeviceActivity, len(s.Devices))}
 		for d, ds := range s.Devices {
-			run.Steps[i].Devices[d] = profiler.DeviceStepOf(ds.Memory, ds.Events)
+			run.Steps[i].Devices[d] = profiler.DeviceActivityOf(ds.Memory, ds.Events)
 			run.Steps[i].Devices[d].MemoryTrack = ds.MemTrack
 		}
 	}

@@ -31,8 +31,10 @@ const (
 type Options struct {
 	// Name is one of Names().
 	Name string
-	// Devices is K, the number of devices (1 for single), each holding
-	// one stage, or v stages in interleaved.
+	// Devices is K, the number of devices of one pipeline (1 for
+	// single), each holding one stage, or v stages in interleaved. A
+	// program is one pipeline: a job of data-parallel replicas runs R of
+	// them on R·K devices.
 	Devices int
 	// Micro is M, the number of micro-batches (coop: slices) per step.
 	Micro int
