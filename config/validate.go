@@ -70,8 +70,9 @@ func (c Config) Validate() error {
 	if err != nil {
 		return &InvalidError{Rule: RuleModel, Field: "model", Value: c.Model, Reason: err.Error(), Err: err}
 	}
-	if why := a.CheckSize(c.ModelConfig); why != "" {
-		return invalid(RuleImage, "image", c.ModelConfig.Image, "%s", why)
+	var se *models.SizeError
+	if err := a.CheckSize(c.ModelConfig); errors.As(err, &se) {
+		return &InvalidError{Rule: RuleImage, Field: se.Field, Value: se.Value, Reason: se.Why, Err: err}
 	}
 	s := c.Schedule
 	switch {

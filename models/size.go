@@ -84,12 +84,14 @@ func (a Arch) Sized(image, classes int, width float64) Config {
 	return cfg
 }
 
-// CheckSize says why a cannot be built at c's size, or "" when it can
-// (an image of 0 is the model's default; a model of flat vectors takes
-// any).
-func (a Arch) CheckSize(c Config) string {
+// CheckSize returns a *SizeError naming the field at fault when a cannot
+// be built at c's size (an input below the smallest it accepts), or nil
+// when it can (an image of 0 is the model's default; a model of flat
+// vectors takes any).
+func (a Arch) CheckSize(c Config) error {
 	if a.DefaultImage == 0 || c.Image == 0 || c.Image >= a.MinImage {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("input %d×%d is below the smallest %s accepts, %d×%d", c.Image, c.Image, a.Name, a.MinImage, a.MinImage)
+	return &SizeError{Field: "image", Value: fmt.Sprint(c.Image),
+		Why: fmt.Sprintf("input %d×%d is below the smallest %s accepts, %d×%d", c.Image, c.Image, a.Name, a.MinImage, a.MinImage)}
 }

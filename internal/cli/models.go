@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,8 +43,24 @@ func (s ModelSize) image() int {
 	return s.Images[0]
 }
 
-// tooSmall says why a cannot take the --image size, or "" when it can.
-func (s ModelSize) tooSmall(a models.Arch) string { return a.CheckSize(s.config(a)) }
+// tooSmall says why a cannot take these sizes, or "" when it can.
+func (s ModelSize) tooSmall(a models.Arch) string {
+	var se *models.SizeError
+	if errors.As(a.CheckSize(s.config(a)), &se) {
+		return se.Why
+	}
+	return ""
+}
+
+// sizeUsageError is the usage error of a size a cannot take, naming its
+// flag, or nil.
+func (s ModelSize) sizeUsageError(a models.Arch) error {
+	var se *models.SizeError
+	if errors.As(a.CheckSize(s.config(a)), &se) {
+		return usageErrorf("--%s %s: %s", se.Field, se.Value, se.Why)
+	}
+	return nil
+}
 
 // describe returns the model's structure and costs on the meta device:
 // instant, and without allocating its parameters.

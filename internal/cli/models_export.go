@@ -94,8 +94,8 @@ func lookupModel(name string, size ModelSize) (models.Arch, error) {
 	if err != nil {
 		return a, &UsageError{Err: fmt.Errorf("--model: %w", err)}
 	}
-	if why := size.tooSmall(a); why != "" {
-		return a, usageErrorf("--image %d: %s", size.image(), why)
+	if err := size.sizeUsageError(a); err != nil {
+		return a, err
 	}
 	return a, nil
 }

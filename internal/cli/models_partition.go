@@ -123,8 +123,8 @@ func modelsPartitionRun(opts *ModelsPartitionOptions) error {
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("--model: %w", err)}
 	}
-	if why := opts.Size.tooSmall(a); why != "" {
-		return usageErrorf("--image %d: %s", opts.Size.image(), why)
+	if err := opts.Size.sizeUsageError(a); err != nil {
+		return err
 	}
 	m, err := opts.Size.describe(a)
 	if err != nil {

@@ -239,7 +239,7 @@ const maxTimelineBands = 8
 
 // timelineRecords returns the records --svg draws: all of recs when a
 // filter was given, else those of the first record's workload (model,
-// image, width, batch, K, M), whatever their schedule.
+// size, batch, K, M), whatever their schedule.
 func (o *ReportOptions) timelineRecords(recs []profiler.Record) []profiler.Record {
 	if len(o.Models)+len(o.Schedules)+len(o.Devices)+len(o.Micro) > 0 {
 		return recs
@@ -248,7 +248,7 @@ func (o *ReportOptions) timelineRecords(recs []profiler.Record) []profiler.Recor
 	var out []profiler.Record
 	for _, r := range recs {
 		c := r.Config
-		if c.Model == first.Model && c.Image == first.Image && c.Width == first.Width &&
+		if c.Model == first.Model && c.SizeRecord == first.SizeRecord &&
 			c.Batch == first.Batch && c.Devices == first.Devices && c.Micro == first.Micro {
 			out = append(out, r)
 		}
