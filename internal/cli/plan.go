@@ -52,9 +52,10 @@ var defaultPlanMicro = []int{1, 2, 4, 8, 16, 32}
 func NewCmdPlan(streams *IOStreams, runF func(*PlanOptions) error) *cobra.Command {
 	opts := &PlanOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "plan --model M --batch B --devices K [flags]",
+		Use:   "plan [--model M] [--batch B] [--devices K] [flags]",
 		Short: "Pick the schedule, micro-batches and checkpointing under a memory budget",
-		Long: `Weigh every schedule for one model, batch and device count: gpipe in each
+		Long: `Weigh every schedule for one model, batch and device count (by default
+profile's: resnet50 at 32×32 and width 0.25, batch 16, 2 devices): gpipe in each
 checkpoint mode (never, except-last, always), coop at look-ahead 1 and 2,
 1f1b, interleaved at 2 and 4 chunks per device (--checkpoint, --prefetch
 and --virtual-stages list others), zb-h1, zb-h2, and single on
@@ -94,11 +95,12 @@ bar).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Model, "model", "", "the model to plan for (see pipecast models)")
-	opts.Size = defaultModelSize()
+	// profile's defaults, so that a plan is about what profile then runs.
+	f.StringVar(&opts.Model, "model", defaultProfileModels[0], "the model to plan for (see pipecast models)")
+	opts.Size = ModelSize{defaultProfileSizes()}
 	addSizeFlags(f, &opts.Size)
-	f.IntVar(&opts.Batch, "batch", 0, "mini-batch size B")
-	f.IntVar(&opts.Devices, "devices", 0, "number of devices K")
+	f.IntVar(&opts.Batch, "batch", defaultProfileBatches[0], "mini-batch size B")
+	f.IntVar(&opts.Devices, "devices", defaultProfileDevices[0], "number of devices K")
 	f.StringVar(&opts.Memory, "memory", "", "memory budget per device in bytes (16GiB, 512MiB, 2e9)")
 	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs to forecast step times from")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules to weigh: "+strings.Join(schedule.Names(), ",")+" (default: all)")
@@ -115,9 +117,6 @@ bar).`,
 // validate checks the flags before any work: one line for the first
 // that is wrong.
 func (o *PlanOptions) validate() error {
-	if o.Model == "" {
-		return usageErrorf("--model: required (see pipecast models)")
-	}
 	if _, err := models.LookupArch(o.Model); err != nil {
 		return usageErrorf("--model %q: %v", o.Model, err)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +24,7 @@ func TestPlanUsageErrors(t *testing.T) {
 		want string
 	}{
 		{name: "unknown model", args: []string{"plan", "--model", "nope", "--batch", "8", "--devices", "2"}, want: "--model"},
-		{name: "no model", args: []string{"plan", "--batch", "8", "--devices", "2"}, want: "--model"},
+		{name: "empty model", args: []string{"plan", "--model", "", "--batch", "8", "--devices", "2"}, want: "--model"},
 		{name: "K below 1", args: []string{"plan", "--model", "mlp", "--batch", "8", "--devices", "0"}, want: "--devices 0"},
 		{name: "batch splits into none", args: append(base[:5:5], "--devices", "2", "--batch", "7", "--microbatches", "2,4"), want: "--batch 7"},
 		{name: "memory unparsable", args: append(base, "--memory", "lots"), want: "--memory"},
@@ -51,7 +53,7 @@ func TestPlanUsageErrors(t *testing.T) {
 
 // TestPlanGolden checks a small plan without data, under a budget.
 func TestPlanGolden(t *testing.T) {
-	code, out, errOut := run(t, "plan", "--model", "mlp", "--batch", "12", "--devices", "2", "--threads", "1",
+	code, out, errOut := run(t, "plan", "--model", "mlp", "--width", "1", "--batch", "12", "--devices", "2", "--threads", "1",
 		"--memory", "14MiB", "--microbatches", "1,2,4,5", "--wide")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -156,5 +158,28 @@ func TestPlanExtrapolated(t *testing.T) {
 	}
 	if want := "Extrapolated: micro-batches of 32 samples lie outside the 2–16 samples the runs measured"; !strings.Contains(errOut, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+}
+
+// TestPlanTakesProfileDefaults checks that plan's flags default to
+// profile's workload, so that `pipecast plan --devices 4` plans what
+// `pipecast profile --devices 4` runs.
+func TestPlanTakesProfileDefaults(t *testing.T) {
+	var got *PlanOptions
+	cmd := NewCmdPlan(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(o *PlanOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--devices", "4"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	p := NewCmdProfile(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, nil)
+	flag := func(name string) string { return p.Flags().Lookup(name).DefValue }
+	if got.Model != defaultProfileModels[0] || fmt.Sprint(got.Batch) != strings.Trim(flag("batch"), "[]") || got.Devices != 4 {
+		t.Errorf("plan --devices 4: model %q batch %d devices %d; want profile's model and batch, %s and %s, at 4 devices",
+			got.Model, got.Batch, got.Devices, flag("model"), flag("batch"))
+	}
+	for _, name := range []string{"image", "classes", "width"} {
+		if want := strings.Trim(flag(name), "[]"); cmd.Flags().Lookup(name).Value.String() != want {
+			t.Errorf("plan --%s defaults to %q, profile's to %q", name, cmd.Flags().Lookup(name).Value.String(), want)
+		}
 	}
 }
