@@ -68,12 +68,7 @@ func FromRecord(r *profiler.Record) (Config, error) {
 	if c.StragglerFactor > 1 {
 		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}
-	if len(r.Partition) > 0 {
-		cfg.Bounds = []int{r.Partition[0].FirstBlock}
-		for _, s := range r.Partition {
-			cfg.Bounds = append(cfg.Bounds, s.EndBlock)
-		}
-	}
+	cfg.Bounds = r.Bounds()
 	return cfg.WithDefaults(), nil
 }
 

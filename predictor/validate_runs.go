@@ -92,14 +92,7 @@ func (v *Validation) add(ctx context.Context, f fold) error {
 // optimizer) and the partition. Records alike in it are repeated runs of
 // one configuration.
 func runKey(r *profiler.Record) string {
-	bounds := make([]int, 0, len(r.Partition)+1)
-	for i, s := range r.Partition {
-		if i == 0 {
-			bounds = append(bounds, s.FirstBlock)
-		}
-		bounds = append(bounds, s.EndBlock)
-	}
-	return fmt.Sprintf("%v|%+v|%s|%v", KeyOf(r), r.Config, r.Env.Backend, bounds)
+	return fmt.Sprintf("%v|%+v|%s|%v", KeyOf(r), r.Config, r.Env.Backend, r.Bounds())
 }
 
 // groupRuns groups records by runKey, in the order of each group's first

@@ -32,6 +32,10 @@ type Record struct {
 	Partition []Stage     `json:"partition"`
 	// Oversubscribed is set when devices × threads exceeds the cores.
 	Oversubscribed bool `json:"oversubscribed"`
+	// Round is which round of a sweep measured in rounds (profile
+	// --rounds) the run was, from 1; 0, and left out, for a run outside
+	// rounds. The rounds of one configuration are repeated runs of it.
+	Round int `json:"round,omitempty"`
 
 	// Steps are the measured steps (warm-up steps are not recorded,
 	// except their losses in WarmupLosses).
@@ -321,3 +325,16 @@ func (c RunConfig) MicroBatchSize() int { return c.Batch / max(c.Micro, 1) }
 // ShardSize returns B/K, the samples of one shard of the mini-batch:
 // what each device predicts in coop's prediction step.
 func (c RunConfig) ShardSize() int { return c.Batch / max(c.Devices, 1) }
+
+// Bounds returns the partition as block bounds: stage s held the blocks
+// [Bounds[s], Bounds[s+1]). It is nil for a record without a partition.
+func (r *Record) Bounds() []int {
+	if len(r.Partition) == 0 {
+		return nil
+	}
+	out := []int{r.Partition[0].FirstBlock}
+	for _, s := range r.Partition {
+		out = append(out, s.EndBlock)
+	}
+	return out
+}

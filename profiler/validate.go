@@ -37,6 +37,9 @@ func (r *Record) Validate() error {
 	if r.Kind != KindMeasured && r.Kind != KindPredicted {
 		return fmt.Errorf("kind %q: want %q or %q", r.Kind, KindMeasured, KindPredicted)
 	}
+	if r.Round < 0 {
+		return fmt.Errorf("round %d is negative", r.Round)
+	}
 	if r.ID == "" {
 		return errors.New("id is empty")
 	}

@@ -24,7 +24,9 @@ type RunsTableOptions struct {
 	Footnotes []string
 }
 
-// RunsTable compares runs, one row per record in the given order: the
+// RunsTable compares runs, one row per record in the given order (the
+// rounds of one configuration, profile --rounds, one row: the median
+// round, with their spread): the
 // configuration, the step time (median and range), throughput and its
 // speed-up over the matching GPipe run, the bubble, the largest device's
 // peak memory and its ratio to GPipe's, and the bytes moved per step.
@@ -39,15 +41,34 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	if t.Title == "" {
 		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
 	}
+	// The rounds of one configuration are one row, with a column for
+	// their spread that appears only where rounds were measured.
+	points := roundPoints(recs)
+	rounded := slices.ContainsFunc(points, func(p roundPoint) bool { return p.rounds > 1 })
+	at := slices.IndexFunc(t.Columns, func(c Column) bool { return c.Key == "step_range" })
+	if rounded {
+		t.Columns = slices.Insert(t.Columns, at, Column{Key: "round_spread", Header: "rounds", Align: AlignRight, Fold: 3})
+	}
+	shown := make([]profiler.Record, len(points))
+	for i, p := range points {
+		shown[i] = p.rec
+	}
 	var over []string
-	for i := range recs {
-		row, note := runsRow(recs, i, predicted, virtual)
+	for i := range shown {
+		row, note := runsRow(shown, i, predicted, virtual)
 		if note != "" && !slices.Contains(over, note) {
 			over = append(over, note)
 		}
+		if rounded {
+			row = slices.Insert(row, at, roundsCell(points[i]))
+		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Footnotes = runsFootnotes(predicted, over, append(transportNotes(recs), opts.Footnotes...))
+	extra := append(transportNotes(recs), opts.Footnotes...)
+	if rounded {
+		extra = append([]string{roundsFootnote}, extra...)
+	}
+	t.Footnotes = runsFootnotes(predicted, over, extra)
 	return t
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type ProfileOptions struct {
 
 	Steps  int
 	Warmup int
+	// Rounds runs the sweep that many times, interleaved: each round runs
+	// every configuration once, in an order of its own.
+	Rounds int
 	// Timeout is the watchdog's: a run none of whose devices moves on for
 	// that long stops, saying where each device waits (0: off).
 	Timeout time.Duration
@@ -137,6 +141,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar((*string)(&opts.Balance), "balance", string(config.BalanceTime), "block cost the partition balances: params|macs|time (time: each block's forward and backward measured on one device at the micro-batch size)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
+	f.IntVar(&opts.Rounds, "rounds", 1, "run the sweep this many times, every configuration once a round, each round in a fresh order, so that the machine's slow spells fall on every configuration alike; a configuration's rounds share one partition, and its point is their median")
 	f.IntVar(&opts.Warmup, "warmup", 1, "warm-up steps per run, run first and not measured")
 	f.StringVar(&opts.Dataset, "dataset", "synthetic", "training data: synthetic, synthetic:N, cifar10:DIR or mnist:DIR")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, the data order and dropout")
@@ -183,6 +188,8 @@ func (o *ProfileOptions) validate() error {
 	switch {
 	case o.Steps < 1:
 		return usageErrorf("--steps %d: need at least 1 measured step", o.Steps)
+	case o.Rounds < 1:
+		return usageErrorf("--rounds %d: need at least 1 round", o.Rounds)
 	case o.Warmup < 0:
 		return usageErrorf("--warmup %d: cannot be negative", o.Warmup)
 	}
@@ -203,12 +210,24 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	if err := checkDatasets(cfgs); err != nil {
 		return err
 	}
+	first := make([]int, len(cfgs))
+	for i := range first {
+		first[i] = 1
+	}
 	if opts.Resume {
 		var done int
-		if cfgs, done, err = remainingRuns(filepath.Join(opts.Out, "runs.jsonl"), cfgs, opts.Steps, opts.Warmup); err != nil {
+		if first, done, err = remainingRounds(filepath.Join(opts.Out, "runs.jsonl"), cfgs, opts.Steps, opts.Warmup, opts.Rounds); err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "pipecast: resuming: %d configurations done, %d to run\n", done, len(cfgs))
+		var left []config.Config
+		var leftFirst []int
+		for i, c := range cfgs {
+			if first[i] <= opts.Rounds {
+				left, leftFirst = append(left, c), append(leftFirst, first[i])
+			}
+		}
+		cfgs, first = left, leftFirst
+		fmt.Fprintf(opts.IO.ErrOut, "pipecast: resuming: %d runs done, %d to run\n", done, len(planRounds(cfgs, first, opts.Rounds, opts.Seed)))
 		if len(cfgs) == 0 {
 			return nil
 		}
@@ -222,7 +241,7 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	if err != nil {
 		return err
 	}
-	runErr := profileSweep(ctx, opts, sr, cfgs, notes)
+	runErr := profileSweep(ctx, opts, sr, planRounds(cfgs, first, opts.Rounds, opts.Seed), notes)
 	if runErr != nil && opts.Transport == profiler.TransportMPI {
 		// Finalizing would wait for the ranks that failed or stopped; a
 		// rank that exits without it makes mpirun end the whole job.
@@ -236,7 +255,7 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 
 // profileSweep runs the configurations on sr; only the root process
 // (the only one in process) prints, writes records and exports.
-func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfgs []config.Config, notes []string) error {
+func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, runs []plannedRun, notes []string) error {
 	errOut := opts.IO.ErrOut
 	if !sr.root() {
 		errOut = io.Discard
@@ -248,17 +267,20 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 	if opts.Out != "" && sr.root() {
 		dataset = filepath.Join(opts.Out, "runs.jsonl")
 	}
-	prog := newSweepProgress(errOut, len(cfgs))
+	prog := newSweepProgress(errOut, len(runs))
 	// The runs ignore the interrupt: Ctrl-C stops the sweep between runs,
 	// so that no record is left half made.
 	runCtx := context.WithoutCancel(ctx)
 	var recs []profiler.Record
+	var index []int // the sweep list's index of each record's configuration
 	var runErr error
 	// The sweep measures co-location interference once for the runs that
 	// share its work: the model and the micro-batch size, on the same
 	// backend and threads.
 	interference := map[string]*profiler.Interference{}
-	for i, cfg := range cfgs {
+	parts := partitions{}
+	for i, run := range runs {
+		cfg := parts.apply(run.cfg)
 		goOn, err := sr.proceed(runCtx, ctx.Err() == nil)
 		if err != nil {
 			runErr = err
@@ -268,24 +290,30 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 			runErr = errInterrupted
 			break
 		}
-		prog.start(cfg.String())
+		label := cfg.String()
+		if opts.Rounds > 1 {
+			label += fmt.Sprintf(" (round %d of %d)", run.round, opts.Rounds)
+		}
+		prog.start(label)
 		ro := runner.RunOptions{Warmup: opts.Warmup, Steps: opts.Steps, BlockTiming: true, Calibrate: true, Timeout: opts.Timeout,
 			Interference: true, Interferences: interference[interferenceKey(cfg)]}
 		rec, err := sr.run(runCtx, cfg, ro)
 		if err != nil {
-			runErr = fmt.Errorf("run %d of %d (%s): %w", i+1, len(cfgs), cfg, err)
+			runErr = fmt.Errorf("run %d of %d (%s): %w", i+1, len(runs), cfg, err)
 			break
 		}
 		if rec == nil {
 			continue // another process keeps the records
 		}
+		rec.Round = run.round
+		parts.keep(cfg, rec.Bounds())
 		if dataset != "" {
 			if err := profiler.Append(dataset, *rec); err != nil {
 				runErr = err
 				break
 			}
 		}
-		recs = append(recs, *rec)
+		recs, index = append(recs, *rec), append(index, run.index)
 		if rec.Env.Interference != nil {
 			interference[interferenceKey(cfg)] = rec.Env.Interference
 		}
@@ -297,15 +325,28 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, cfg
 		if dataset != "" {
 			kept = "their records are in " + dataset
 		}
-		runErr = fmt.Errorf("interrupted after %d of %d runs; %s", len(recs), len(cfgs), kept)
+		runErr = fmt.Errorf("interrupted after %d of %d runs; %s", len(recs), len(runs), kept)
 	}
 	if len(recs) > 0 {
+		// Rounds ran in shuffled orders; the table and the exports list
+		// the configurations in the sweep's order, each one's rounds in
+		// turn.
+		order := make([]int, len(recs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return index[a] - index[b] })
+		sorted := make([]profiler.Record, len(recs))
+		for i, j := range order {
+			sorted[i] = recs[j]
+		}
+		recs = sorted
 		if err := writeExports(opts.Trace, opts.Pprof, recs); err != nil && runErr == nil {
 			runErr = err
 		}
 		title := fmt.Sprintf("pipecast profile: %d runs", len(recs))
-		if len(recs) < len(cfgs) {
-			title = fmt.Sprintf("pipecast profile: %d of %d runs", len(recs), len(cfgs))
+		if len(recs) < len(runs) {
+			title = fmt.Sprintf("pipecast profile: %d of %d runs", len(recs), len(runs))
 		}
 		if rec := recs[0]; rec.Env.Host != "" {
 			title += fmt.Sprintf(" on %s (%d cores, %s)", rec.Env.Host, rec.Env.Cores, rec.Env.CPUModel)

@@ -65,7 +65,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					LR:           0.01,
 					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}},
 				},
-				Steps: 5, Warmup: 1, Timeout: 10 * time.Minute,
+				Steps: 5, Warmup: 1, Rounds: 1, Timeout: 10 * time.Minute,
 			}
 			if !reflect.DeepEqual(*o, want) {
 				t.Errorf("got %+v\nwant %+v", *o, want)

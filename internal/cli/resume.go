@@ -18,36 +18,39 @@ func runKey(rc profiler.RunConfig, backend, transport string) string {
 	return fmt.Sprintf("%s|%s|%s", b, backend, transport)
 }
 
-// remainingRuns returns the configurations of cfgs whose measured record
-// the dataset at path does not hold yet, and how many it does hold. A
-// dataset that does not exist holds none; bad lines (a torn last line
-// after a crash) are skipped.
-func remainingRuns(path string, cfgs []config.Config, steps, warmup int) ([]config.Config, int, error) {
+// remainingRounds returns, for each configuration of cfgs, the first
+// round of rounds that the dataset at path does not hold a measured
+// record of (rounds + 1 when it holds them all: a configuration's records
+// count as its first rounds, whatever rounds they say), and how many runs
+// it holds that the sweep asks for. A dataset that does not exist holds
+// none; bad lines (a torn last line after a crash) are skipped.
+func remainingRounds(path string, cfgs []config.Config, steps, warmup, rounds int) ([]int, int, error) {
+	first := make([]int, len(cfgs))
+	for i := range first {
+		first[i] = 1
+	}
 	recs, _, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
 	if errors.Is(err, fs.ErrNotExist) {
-		return cfgs, 0, nil
+		return first, 0, nil
 	}
 	if err != nil {
 		return nil, 0, &InputError{Err: fmt.Errorf("--resume: %w", err)}
 	}
-	held := map[string]bool{}
+	held := map[string]int{}
 	for i := range recs {
 		if r := &recs[i]; r.Kind == profiler.KindMeasured {
-			held[runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env))] = true
+			held[runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env))]++
 		}
 	}
-	var left []config.Config
 	done := 0
-	for _, c := range cfgs {
+	for i, c := range cfgs {
 		m, err := c.Describe()
 		if err != nil {
 			return nil, 0, err
 		}
-		if held[runKey(c.RecordConfig(m.Config, steps, warmup), c.Backend, c.Transport)] {
-			done++
-			continue
-		}
-		left = append(left, c)
+		n := min(held[runKey(c.RecordConfig(m.Config, steps, warmup), c.Backend, c.Transport)], rounds)
+		first[i] = n + 1
+		done += n
 	}
-	return left, done, nil
+	return first, done, nil
 }

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/schedule"
+)
+
+// TestPlanRounds checks the order of a sweep's runs: one round keeps the
+// list's order; several run every configuration once a round, each round
+// in an order of its own that the seed fixes; a configuration resumes at
+// its first missing round.
+func TestPlanRounds(t *testing.T) {
+	cfgs := make([]config.Config, 5)
+	for i := range cfgs {
+		cfgs[i] = config.Config{Model: "mlp", Batch: 8 * (i + 1)}
+	}
+	ones := []int{1, 1, 1, 1, 1}
+	runs := planRounds(cfgs, ones, 1, 7)
+	for i, r := range runs {
+		if r.index != i || r.round != 1 {
+			t.Fatalf("one round: run %d is configuration %d of round %d, want %d of 1", i, r.index, r.round, i)
+		}
+	}
+	runs = planRounds(cfgs, ones, 3, 7)
+	if len(runs) != 15 {
+		t.Fatalf("3 rounds of 5: %d runs", len(runs))
+	}
+	var orders [][]int
+	for r := 1; r <= 3; r++ {
+		var order []int
+		for _, run := range runs[(r-1)*5 : r*5] {
+			if run.round != r {
+				t.Fatalf("round %d holds a run of round %d", r, run.round)
+			}
+			order = append(order, run.index)
+		}
+		if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+			t.Errorf("round %d runs %v, want every configuration once", r, order)
+		}
+		orders = append(orders, order)
+	}
+	if slices.Equal(orders[0], orders[1]) && slices.Equal(orders[1], orders[2]) {
+		t.Errorf("every round ran in the order %v, want an order each", orders[0])
+	}
+	again := planRounds(cfgs, ones, 3, 7)
+	if !slices.EqualFunc(runs, again, func(a, b plannedRun) bool { return a.index == b.index && a.round == b.round }) {
+		t.Error("the same seed planned another order")
+	}
+	resumed := planRounds(cfgs, []int{4, 3, 1, 2, 4}, 3, 7)
+	count := map[int][]int{}
+	for _, r := range resumed {
+		count[r.index] = append(count[r.index], r.round)
+	}
+	for i, want := range [][]int{nil, {3}, {1, 2, 3}, {2, 3}, nil} {
+		if !slices.Equal(count[i], want) {
+			t.Errorf("resumed configuration %d runs rounds %v, want %v", i, count[i], want)
+		}
+	}
+}
+
+// TestProfileRounds runs a sweep in rounds: every record says its round,
+// the rounds and schedules of a workload share the partition its first
+// run decided by measured time, and the table shows one row per
+// configuration; --resume runs only the rounds missing.
+func TestProfileRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 8 small runs")
+	}
+	dir := t.TempDir()
+	args := []string{"profile", "--model", "mlp", "--width", "0.25", "--batch", "8", "--devices", "2", "--microbatches", "2",
+		"--schedule", "gpipe,coop", "--balance", "time", "--steps", "1", "--warmup", "0", "--threads", "1", "--out", dir}
+	code, out, errOut := run(t, append(args, "--rounds", "3", "--output", "csv")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	path := filepath.Join(dir, "runs.jsonl")
+	recs, _, err := profiler.ReadFile(path, profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 {
+		t.Fatalf("%d records, want 2 configurations × 3 rounds", len(recs))
+	}
+	rounds := map[string][]int{}
+	for _, r := range recs {
+		rounds[r.Config.Schedule] = append(rounds[r.Config.Schedule], r.Round)
+		if b, first := r.Bounds(), recs[0].Bounds(); !slices.Equal(b, first) {
+			t.Errorf("%s round %d split at %v, the first run at %v", r.Config.Schedule, r.Round, b, first)
+		}
+	}
+	for _, name := range []string{schedule.GPipe, schedule.Coop} {
+		if got := slices.Sorted(slices.Values(rounds[name])); !slices.Equal(got, []int{1, 2, 3}) {
+			t.Errorf("%s: rounds %v, want 1, 2, 3", name, got)
+		}
+	}
+	if lines := len(strings.Split(strings.TrimSpace(out), "\n")); lines != 3 {
+		t.Errorf("csv table of %d lines, want a header and one row per configuration:\n%s", lines, out)
+	}
+	code, _, errOut = run(t, append(args, "--rounds", "4", "--resume")...)
+	if code != ExitOK {
+		t.Fatalf("--resume: exit %d: %s", code, errOut)
+	}
+	if recs, _, err = profiler.ReadFile(path, profiler.ReadOptions{}); err != nil || len(recs) != 8 {
+		t.Errorf("after --rounds 4 --resume: %d records, %v; want 8", len(recs), err)
+	}
+}
