@@ -74,7 +74,8 @@ func (b Balance) BlockCosts(blocks []*models.Block, times BlockTimes) ([]float64
 // Partition returns the stage bounds of c for model m over stages
 // stages: stage s holds blocks [bounds[s], bounds[s+1]). They are
 // c.Bounds when set (checked against the model), else models.Partition of
-// the block costs c.Balance gives; a single stage by time needs no times.
+// the block costs c.Balance gives: by time, c.BalanceTimes when set, else
+// times's answer; a single stage by time needs no times.
 func (c Config) Partition(m *models.Model, stages int, times BlockTimes) ([]int, error) {
 	n := len(m.Blocks)
 	if b := c.Bounds; b != nil {
@@ -85,6 +86,10 @@ func (c Config) Partition(m *models.Model, stages int, times BlockTimes) ([]int,
 	}
 	if c.Balance == BalanceTime && stages == 1 {
 		return []int{0, n}, nil
+	}
+	if c.Balance == BalanceTime && c.BalanceTimes != nil {
+		given := c.BalanceTimes
+		times = func() ([]float64, error) { return slices.Clone(given), nil }
 	}
 	costs, err := c.Balance.BlockCosts(m.Blocks, times)
 	if err != nil {

@@ -52,6 +52,13 @@ type Config struct {
 	// stage s holds blocks [Bounds[s], Bounds[s+1]). A forecast sets it
 	// to run exactly the partition it computed from fitted block times.
 	Bounds []int
+	// BalanceTimes, when set and Balance is BalanceTime, are the block
+	// times the partition balances (ns, each block's forward and backward
+	// at the micro-batch size) instead of the runner measuring them: a
+	// sweep measures them once per workload and shares them, so that its
+	// rounds, schedules and device counts split alike, and a forecast
+	// balances the times the run it forecasts did.
+	BalanceTimes []float64
 }
 
 // DefaultSGD is the optimizer of the runs unless a caller says otherwise:

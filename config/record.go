@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/pipecast/pipecast/models"
@@ -25,6 +26,9 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 	}
 	if c.Straggler.Active() {
 		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
+	}
+	if c.Balance == BalanceTime {
+		rc.BalanceNanos = nanos(c.BalanceTimes)
 	}
 	return rc
 }
@@ -69,7 +73,36 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}
 	cfg.Bounds = r.Bounds()
+	if cfg.Balance == BalanceTime {
+		cfg.BalanceTimes = BalanceTimes(c)
+	}
 	return cfg.WithDefaults(), nil
+}
+
+// nanos rounds block times to whole nanoseconds, as records keep them.
+func nanos(ts []float64) []int64 {
+	if ts == nil {
+		return nil
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = int64(math.Round(t))
+	}
+	return out
+}
+
+// BalanceTimes returns the block times a record's partition by time
+// balanced, in ns, or nil where the record keeps none (a single stage, a
+// record older than the field, a balance by another cost).
+func BalanceTimes(c profiler.RunConfig) []float64 {
+	if len(c.BalanceNanos) == 0 {
+		return nil
+	}
+	out := make([]float64, len(c.BalanceNanos))
+	for i, n := range c.BalanceNanos {
+		out[i] = float64(n)
+	}
+	return out
 }
 
 // BlockCosts returns the run record's form of m's blocks: names and

@@ -77,6 +77,9 @@ type CostModel struct {
 	// interference is the co-location slowdown per number of devices
 	// computing at once (see fitInterference); nil: none applied.
 	interference []profiler.InterferenceLevel
+	// balanceTimes are the block times the records' partitions by time
+	// balanced, per micro-batch size (see fitBalanceTimes).
+	balanceTimes map[int][]float64
 }
 
 // blockFit holds one block's lines per phase; a phase that was never
@@ -250,6 +253,7 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 	c.fitOverheads(d)
 	c.fitInterference(recs)
 	c.fitScales(recs)
+	c.fitBalanceTimes(recs)
 	c.relErr = math.Hypot(c.blockResidual(d), profiler.Median(d.stepNoise))
 	c.samples = sortedKeys(d.samples)
 	c.devices = sortedKeys(d.devices)

@@ -109,31 +109,8 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if err := schedule.Check(prog); err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", cfg.Schedule.Name, err)
 	}
-	if cfg.Bounds, err = partition(c, cfg, model, prog.Stages); err != nil {
+	if cfg, err = partition(c, cfg, model, prog.Stages); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
 	return &simulation{c: c, cfg: cfg, model: model, prog: prog}, nil
-}
-
-// partition returns the stage bounds the runner would use: cfg.Bounds if
-// set, else the partition of cfg's balance, with "time" costing each
-// block by its fitted forward and backward at the micro-batch size, the
-// costs the runner measures.
-func partition(c *CostModel, cfg config.Config, model *models.Model, stages int) ([]int, error) {
-	return cfg.Partition(model, stages, func() ([]float64, error) {
-		mb := cfg.MicroBatchSize()
-		costs := make([]float64, len(model.Blocks))
-		for i := range model.Blocks {
-			f, err := c.Block(i, PhaseForward, mb)
-			if err != nil {
-				return nil, err
-			}
-			bw, err := c.Block(i, PhaseBackward, mb)
-			if err != nil {
-				return nil, err
-			}
-			costs[i] = f + bw
-		}
-		return costs, nil
-	})
 }

@@ -92,7 +92,9 @@ func (v *Validation) add(ctx context.Context, f fold) error {
 // optimizer) and the partition. Records alike in it are repeated runs of
 // one configuration.
 func runKey(r *profiler.Record) string {
-	return fmt.Sprintf("%v|%+v|%s|%v", KeyOf(r), r.Config, r.Env.Backend, r.Bounds())
+	c := r.Config
+	c.BalanceNanos = nil // the partition, not the times that chose it
+	return fmt.Sprintf("%v|%+v|%s|%v", KeyOf(r), c, r.Env.Backend, r.Bounds())
 }
 
 // groupRuns groups records by runKey, in the order of each group's first

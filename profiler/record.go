@@ -199,11 +199,17 @@ type RunConfig struct {
 	// it uses.
 	schedule.RecordOptions
 	Balance string `json:"balance"`
-	Threads int    `json:"threads"`
-	Steps   int    `json:"steps"`
-	Warmup  int    `json:"warmup"`
-	Seed    uint64 `json:"seed"`
-	Dataset string `json:"dataset"`
+	// BalanceNanos are the block times a partition by time balanced:
+	// each block's forward and backward at the micro-batch size, in ns,
+	// measured by the runner (the median of repeated passes) once per
+	// workload of a sweep. Absent for other balances and where nothing
+	// was measured (a single stage outside a sweep, older records).
+	BalanceNanos []int64 `json:"balance_nanos,omitempty"`
+	Threads      int     `json:"threads"`
+	Steps        int     `json:"steps"`
+	Warmup       int     `json:"warmup"`
+	Seed         uint64  `json:"seed"`
+	Dataset      string  `json:"dataset"`
 	// Optimizer names the optimizer; a record without it trained with
 	// SGD, the only optimizer before they had names, so SGD's runs leave
 	// it out.

@@ -64,7 +64,9 @@ func roundPoints(recs []profiler.Record) []roundPoint {
 // roundKey identifies a configuration: what ran, where, on which
 // partition. Its rounds differ in nothing else.
 func roundKey(r *profiler.Record) string {
-	return fmt.Sprintf("%s|%+v|%s|%s|%v", r.Kind, r.Config, r.Env.Backend, profiler.TransportOf(&r.Env), r.Bounds())
+	c := r.Config
+	c.BalanceNanos = nil // the partition, not the times that chose it
+	return fmt.Sprintf("%s|%+v|%s|%s|%v", r.Kind, c, r.Env.Backend, profiler.TransportOf(&r.Env), r.Bounds())
 }
 
 // roundsCell shows a point's rounds and their spread: "3 (8.2 %)";

@@ -119,17 +119,22 @@ func (t *Trainer) eventsPerStep(d int, blocks bool) int {
 
 // sharedPartition is partition on every device of the run: in a
 // multi-process run rank 0 partitions (a partition by measured time
-// would differ from rank to rank) and every rank takes its bounds.
+// would differ from rank to rank) and every rank takes its bounds and
+// the times that chose them.
 func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	if t.group == nil {
 		return t.partition(stages)
+	}
+	type decided struct {
+		Bounds []int     `json:"bounds"`
+		Times  []float64 `json:"times,omitempty"`
 	}
 	var msg []byte
 	if t.group.Rank() == 0 {
 		bounds, err := t.partition(stages)
 		if err != nil {
 			msg = []byte("error: " + err.Error())
-		} else if msg, err = json.Marshal(bounds); err != nil {
+		} else if msg, err = json.Marshal(decided{Bounds: bounds, Times: t.cfg.BalanceTimes}); err != nil {
 			return nil, err
 		}
 	}
@@ -140,25 +145,30 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	if text, failed := strings.CutPrefix(string(msg), "error: "); failed {
 		return nil, fmt.Errorf("partition on rank 0: %s", text)
 	}
-	var bounds []int
-	if err := json.Unmarshal(msg, &bounds); err != nil {
+	var d decided
+	if err := json.Unmarshal(msg, &d); err != nil {
 		return nil, fmt.Errorf("partition from rank 0: %w", err)
 	}
-	return bounds, nil
+	if t.cfg.Bounds == nil && t.cfg.Balance == config.BalanceTime {
+		t.cfg.BalanceTimes = d.Times
+	}
+	return d.Bounds, nil
 }
 
 // partition splits the model's blocks into stages: the configured
-// bounds, or the configured balance's costs, by time measured on one
-// device (BlockTimes).
+// bounds, or the configured balance's costs. By time, those are the
+// configuration's BalanceTimes, or else measured on one device
+// (BlockTimes) and kept in the configuration, so that the run's record
+// names the times that chose its partition.
 func (t *Trainer) partition(stages int) ([]int, error) {
-	bounds, err := t.cfg.Partition(t.model, stages, func() ([]float64, error) {
+	return t.cfg.Partition(t.model, stages, func() ([]float64, error) {
 		costs, err := BlockTimes(t.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("balance by time: %w", err)
 		}
+		t.cfg.BalanceTimes = costs
 		return costs, nil
 	})
-	return bounds, err
 }
 
 // Step trains one mini-batch and returns its loss (the mean over the

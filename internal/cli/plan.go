@@ -286,6 +286,13 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 			fmt.Fprintln(opts.IO.ErrOut, n)
 		}
 	}
+	why := "(no --data times the blocks)"
+	if costs != nil {
+		why = "(as the data's runs did)"
+	}
+	if n := balanceNote(costs, planConfigs(rows), "", why); n != "" {
+		topts.Footnotes = append(topts.Footnotes, n)
+	}
 	if opts.Output == FormatCSV || opts.Output == FormatJSON {
 		fmt.Fprintln(opts.IO.ErrOut, verdict) // machine formats carry no footnotes
 	}

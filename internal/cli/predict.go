@@ -302,9 +302,10 @@ type forecasts struct {
 	// measured records.
 	keys []predictor.Key
 	recs []profiler.Record
-	// extrapolated notes, per cost model, the forecasts that extend its
-	// block costs beyond the measured micro-batch sizes.
-	extrapolated []string
+	// notes are footnotes per cost model: the forecasts that extend its
+	// block costs beyond the measured micro-batch sizes, and what the
+	// partitions balance.
+	notes []string
 }
 
 // forecast reads the data, fits its cost models and predicts every
@@ -343,7 +344,12 @@ func forecast(ctx context.Context, opts *PredictOptions) (*forecasts, error) {
 			label = key.String()
 		}
 		if n := extrapolationNote(fits[key], cfgs, label, "± step"); n != "" {
-			fc.extrapolated = append(fc.extrapolated, n)
+			fc.notes = append(fc.notes, n)
+		}
+		if len(cfgs) > 0 {
+			if n := balanceNote(fits[key], cfgs, label, fmt.Sprintf("(--balance %s)", cfgs[0].Balance)); n != "" {
+				fc.notes = append(fc.notes, n)
+			}
 		}
 	}
 	return fc, nil

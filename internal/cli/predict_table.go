@@ -16,7 +16,7 @@ import (
 func predictTable(fc *forecasts) *reports.Table {
 	return reports.RunsTable(fc.preds, reports.RunsTableOptions{
 		Title:     predictTitle(fc.preds, fc.keys, fc.recs),
-		Footnotes: append(predictFootnotes(fc.preds, fc.keys, fc.recs), fc.extrapolated...),
+		Footnotes: append(predictFootnotes(fc.preds, fc.keys, fc.recs), fc.notes...),
 	})
 }
 

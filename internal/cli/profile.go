@@ -278,9 +278,20 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 	// share its work: the model and the micro-batch size, on the same
 	// backend and threads.
 	interference := map[string]*profiler.Interference{}
-	parts := partitions{}
+	times, shared := balanceTimes{}, sharing(plannedConfigs(runs))
+	if opts.Resume && dataset != "" {
+		times.seed(dataset)
+	}
+	// The root process measures a workload's block times; in a run of
+	// one process per device rank 0 (the root) partitions and tells the
+	// others.
+	measure := func(c config.Config) ([]float64, error) {
+		if !sr.root() {
+			return nil, nil
+		}
+		return runner.BlockTimes(c)
+	}
 	for i, run := range runs {
-		cfg := parts.apply(run.cfg)
 		goOn, err := sr.proceed(runCtx, ctx.Err() == nil)
 		if err != nil {
 			runErr = err
@@ -288,6 +299,11 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 		}
 		if !goOn {
 			runErr = errInterrupted
+			break
+		}
+		cfg, err := times.apply(run.cfg, shared, measure)
+		if err != nil {
+			runErr = fmt.Errorf("run %d of %d (%s): %w", i+1, len(runs), run.cfg, err)
 			break
 		}
 		label := cfg.String()
@@ -306,7 +322,6 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 			continue // another process keeps the records
 		}
 		rec.Round = run.round
-		parts.keep(cfg, rec.Bounds())
 		if dataset != "" {
 			if err := profiler.Append(dataset, *rec); err != nil {
 				runErr = err

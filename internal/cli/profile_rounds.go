@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/profiler"
 )
 
 // plannedRun is one run of a sweep: configuration index of the sweep's
@@ -40,35 +41,87 @@ func planRounds(cfgs []config.Config, first []int, rounds int, seed uint64) []pl
 	return out
 }
 
-// partitions are the partitions a sweep decided, by workload: the first
-// run of a workload balances its blocks, and every later run of it, of
-// any round or schedule, takes the same bounds, so that rounds repeat one
-// configuration and schedules compare on one split. (A partition by
-// measured time would otherwise differ from run to run with the
-// machine's noise.)
-type partitions map[string][]int
+// balanceTimes are the block times a sweep's partitions by time balance,
+// by workload: measured once, before the workload's first run, and
+// shared by every run of it, of any round, schedule or device count, so
+// that rounds repeat one configuration and schedules compare on one
+// split. (Times measured for each run would split the model at different
+// blocks from run to run with the machine's noise.)
+type balanceTimes map[string][]float64
 
-// workloadKey identifies the runs that share a partition: the model at
-// its size, cut into as many stages, balanced by the same cost at the
-// same micro-batch size on the same backend, threads and transport.
-func workloadKey(c config.Config) string {
-	return fmt.Sprintf("%s %+v b=%d m=%d stages=%d %s %s t=%d %s", c.Model, c.ModelConfig, c.Batch,
-		c.MicroBatchSize(), c.Stages(), c.Balance, c.Backend, c.Threads, c.Transport)
+// timesKey identifies the runs whose partitions balance the same block
+// times: the model at its size, its blocks measured at the same
+// micro-batch size on the same backend, threads and transport.
+func timesKey(c config.Config) string {
+	return fmt.Sprintf("%s %+v m=%d %s t=%d %s", c.Model, c.ModelConfig, c.MicroBatchSize(), c.Backend, c.Threads, c.Transport)
 }
 
-// apply returns c with the partition its workload decided, if one was
-// and c names none of its own.
-func (p partitions) apply(c config.Config) config.Config {
-	if b, ok := p[workloadKey(c)]; ok && c.Bounds == nil {
-		c.Bounds = slices.Clone(b)
-	}
-	return c
+// needsTimes reports whether c balances by times it does not hold.
+func needsTimes(c config.Config) bool {
+	return c.Balance == config.BalanceTime && c.Bounds == nil && c.BalanceTimes == nil
 }
 
-// keep records bounds as the partition of c's workload, unless one was
-// decided already.
-func (p partitions) keep(c config.Config, bounds []int) {
-	if k := workloadKey(c); p[k] == nil && len(bounds) > 0 {
-		p[k] = slices.Clone(bounds)
+// sharing returns the workloads of cfgs that some multi-stage
+// configuration balances by time: those the sweep measures block times
+// for. A workload run only on one stage needs none.
+func sharing(cfgs []config.Config) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range cfgs {
+		if needsTimes(c) && c.Stages() > 1 {
+			out[timesKey(c)] = true
+		}
 	}
+	return out
+}
+
+// apply returns c with its workload's block times, measuring them with
+// measure first if the workload needs them and has none yet.
+func (b balanceTimes) apply(c config.Config, shared map[string]bool, measure func(config.Config) ([]float64, error)) (config.Config, error) {
+	if !needsTimes(c) {
+		return c, nil
+	}
+	k := timesKey(c)
+	if b[k] == nil && shared[k] {
+		t, err := measure(c)
+		if err != nil {
+			return c, fmt.Errorf("balance by time: %w", err)
+		}
+		b[k] = t
+	}
+	c.BalanceTimes = slices.Clone(b[k])
+	return c, nil
+}
+
+// keep records the block times a record's partition balanced as its
+// workload's, unless the workload has some: a resumed sweep splits as
+// its first runs did.
+func (b balanceTimes) keep(r *profiler.Record) {
+	cfg, err := config.FromRecord(r)
+	if err != nil || cfg.BalanceTimes == nil {
+		return
+	}
+	if k := timesKey(cfg); b[k] == nil {
+		b[k] = cfg.BalanceTimes
+	}
+}
+
+// seed keeps the block times of the records already in the dataset at
+// path (a resumed sweep's); a dataset that cannot be read seeds none.
+func (b balanceTimes) seed(path string) {
+	recs, _, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
+	if err != nil {
+		return
+	}
+	for i := range recs {
+		b.keep(&recs[i])
+	}
+}
+
+// plannedConfigs returns the configurations of runs.
+func plannedConfigs(runs []plannedRun) []config.Config {
+	out := make([]config.Config, len(runs))
+	for i, r := range runs {
+		out[i] = r.cfg
+	}
+	return out
 }

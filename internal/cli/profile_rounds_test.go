@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/schedule"
 )
@@ -108,5 +110,62 @@ func TestProfileRounds(t *testing.T) {
 	}
 	if recs, _, err = profiler.ReadFile(path, profiler.ReadOptions{}); err != nil || len(recs) != 8 {
 		t.Errorf("after --rounds 4 --resume: %d records, %v; want 8", len(recs), err)
+	}
+}
+
+// TestForecastSplitsAsRun checks that a forecast partitions a model by
+// time where the run of the same configuration did: the sweep measures
+// each workload's block times once, every run of it (at K = 1 too)
+// records them, and a forecast from the K = 1 records balances the same
+// times, so it splits the K = 2 configuration at the run's blocks.
+func TestForecastSplitsAsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 4 small runs")
+	}
+	dir := t.TempDir()
+	code, _, errOut := run(t, "profile", "--model", "resnet50", "--width", "0.25", "--image", "32", "--batch", "8",
+		"--devices", "1,2", "--microbatches", "2", "--schedule", "gpipe,1f1b", "--balance", "time",
+		"--steps", "1", "--warmup", "0", "--threads", "1", "--out", dir, "--output", "csv")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	recs, _, err := profiler.ReadFile(filepath.Join(dir, "runs.jsonl"), profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k1, k2 []profiler.Record
+	for _, r := range recs {
+		if len(r.Config.BalanceNanos) != len(r.Blocks) {
+			t.Fatalf("%s K=%d: %d balance times for %d blocks", r.Config.Schedule, r.Config.Devices, len(r.Config.BalanceNanos), len(r.Blocks))
+		}
+		if !slices.Equal(r.Config.BalanceNanos, recs[0].Config.BalanceNanos) {
+			t.Errorf("%s K=%d balanced other times than the sweep's first run", r.Config.Schedule, r.Config.Devices)
+		}
+		if r.Config.Devices == 1 {
+			k1 = append(k1, r)
+		} else {
+			k2 = append(k2, r)
+		}
+	}
+	if len(k1) != 2 || len(k2) != 2 {
+		t.Fatalf("%d K=1 and %d K=2 records, want 2 and 2", len(k1), len(k2))
+	}
+	fits, err := predictor.Fit(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range k2 {
+		cfg, err := config.FromRecord(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Bounds, cfg.BalanceTimes = nil, nil // a new configuration, partitioned by the forecast
+		pred, err := predictor.Predict(context.Background(), fits[predictor.KeyOf(&r)], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := pred.Bounds(), r.Bounds(); !slices.Equal(got, want) {
+			t.Errorf("%s K=2: the forecast splits at %v, the run split at %v", r.Config.Schedule, got, want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 // it, with the backend and the transport: two runs with equal keys ran
 // the same thing.
 func runKey(rc profiler.RunConfig, backend, transport string) string {
+	rc.BalanceNanos = nil    // the sweep's times, not what the run is
 	b, _ := json.Marshal(rc) // a struct of plain fields: cannot fail
 	return fmt.Sprintf("%s|%s|%s", b, backend, transport)
 }

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/predictor"
+	"github.com/pipecast/pipecast/reports"
+)
+
+// balanceNote says what the forecasts' partitions balance, naming the
+// cost model by label when it is not "": by time, the block times the
+// runs measured where the data holds them at the micro-batch size (so
+// that the forecast splits the model where a run would), the fitted
+// block times elsewhere; otherwise the balance's cost, and why (a
+// parenthesis, or ""). "" when no configuration has more than one stage.
+func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string) string {
+	var balance config.Balance
+	var measured, fitted []int
+	for _, cfg := range cfgs {
+		if cfg.Stages() < 2 || cfg.Bounds != nil {
+			continue
+		}
+		balance = cfg.Balance
+		if cfg.Balance != config.BalanceTime || c == nil {
+			continue
+		}
+		mb := cfg.MicroBatchSize()
+		if slices.Contains(c.MeasuredBalanceSizes(), mb) {
+			measured = appendNew(measured, mb)
+		} else {
+			fitted = appendNew(fitted, mb)
+		}
+	}
+	if balance == "" {
+		return ""
+	}
+	of := ""
+	if label != "" {
+		of = " (" + label + ")"
+	}
+	if balance != config.BalanceTime {
+		if why != "" {
+			why = " " + why
+		}
+		return fmt.Sprintf("Partitions%s balance each block's %s%s.", of, balanceCost(balance), why)
+	}
+	var parts []string
+	if len(measured) > 0 {
+		parts = append(parts, "the block times the runs measured and balanced at "+sizes(measured)+", as a run would")
+	}
+	if len(fitted) > 0 {
+		parts = append(parts, "the fitted block times at "+sizes(fitted))
+	}
+	return fmt.Sprintf("Partitions%s balance time: %s.", of, reports.JoinAnd(parts))
+}
+
+// balanceCost names what a balance evens out.
+func balanceCost(b config.Balance) string {
+	switch b {
+	case config.BalanceParams:
+		return "parameters"
+	case config.BalanceMACs:
+		return "multiply-accumulates"
+	}
+	return string(b)
+}
+
+// sizes names micro-batch sizes: "micro-batches of 2, 4 and 8 samples".
+func sizes(mbs []int) string {
+	slices.Sort(mbs)
+	names := make([]string, len(mbs))
+	for i, m := range mbs {
+		names[i] = strconv.Itoa(m)
+	}
+	unit := "samples"
+	if len(mbs) == 1 && mbs[0] == 1 {
+		unit = "sample"
+	}
+	return "micro-batches of " + reports.JoinAnd(names) + " " + unit
+}
+
+// appendNew appends v to s unless s holds it.
+func appendNew(s []int, v int) []int {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
