@@ -181,6 +181,7 @@ func measureRounds(t testing.TB, cfgs []config.Config, opts runner.RunOptions, r
 			shuffled[i] = cfgs[j]
 		}
 		measureRuns(t, shuffled, opts, func(rec profiler.Record) {
+			rec.Round = round + 1
 			if err := profiler.Append(out, rec); err != nil {
 				t.Fatal(err)
 			}

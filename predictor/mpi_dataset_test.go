@@ -88,6 +88,7 @@ func TestGenerateMPIValidationDataset(t *testing.T) {
 						res.TransportVersion = strings.TrimSpace(w.Library())
 					}
 					rec := stripBlockEvents(res.Record())
+					rec.Round = round + 1
 					if err := rec.Validate(); err != nil {
 						t.Fatalf("%s: %v", cfg, err)
 					}

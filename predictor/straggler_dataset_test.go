@@ -77,6 +77,7 @@ func TestGenerateStragglerDataset(t *testing.T) {
 			cfgs = append(cfgs, p[0], p[1])
 		}
 		measureRuns(t, cfgs, stragglerOptions, func(rec profiler.Record) {
+			rec.Round = round + 1
 			if err := profiler.Append(out, rec); err != nil {
 				t.Fatal(err)
 			}
