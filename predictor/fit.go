@@ -231,7 +231,7 @@ func sameHugePages(recs []*profiler.Record) error {
 // fitKey fits the cost model of one key's records.
 func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 	d := newFitData()
-	for _, r := range recs {
+	for _, r := range asRounds(recs) {
 		if err := d.add(r); err != nil {
 			return nil, fmt.Errorf("record %s: %w", r.ID, err)
 		}
