@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -34,7 +33,7 @@ func predictValidateRun(ctx context.Context, opts *PredictOptions) error {
 		if train, err = readMeasured(opts.IO.ErrOut, opts.Train); err != nil {
 			return err
 		}
-		v, err = predictor.ValidateSplit(ctx, train, recs, "--train "+baseNames(opts.Train))
+		v, err = predictor.ValidateSplit(ctx, train, recs, "--train "+strings.Join(opts.Train, ","))
 		if err == nil {
 			title = splitTitle(v, opts.Data, opts.Train, len(train))
 		}
@@ -114,21 +113,12 @@ func renderValidation(w io.Writer, v *predictor.Validation, title string, format
 	return renderTable(w, configs, format, wide)
 }
 
-// baseNames joins the files' base names with commas.
-func baseNames(paths []string) string {
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		names[i] = filepath.Base(p)
-	}
-	return strings.Join(names, ",")
-}
-
 // splitTitle says which runs of data were forecast from how many runs of
 // train.
 func splitTitle(v *predictor.Validation, data, train []string, trainRuns int) string {
 	all := v.Rows[len(v.Rows)-1]
 	return fmt.Sprintf("pipecast predict --validate: %d configurations (%d runs) of %s forecast from the %d measured runs of %s",
-		all.N, max(all.Runs, all.N), baseNames(data), trainRuns, baseNames(train))
+		all.N, max(all.Runs, all.N), strings.Join(data, ","), trainRuns, strings.Join(train, ","))
 }
 
 // validationTitle names what was held out of how many runs.

@@ -175,7 +175,7 @@ func TestPredictValidateTrain(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, s := range []string{"of k2.jsonl forecast from the " + strconv.Itoa(len(k1)) + " measured runs of k1.jsonl",
+	for _, s := range []string{"of " + test + " forecast from the " + strconv.Itoa(len(k1)) + " measured runs of " + train,
 		"| model ", "forecasts outside their configuration's round spread"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
