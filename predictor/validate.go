@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -23,6 +24,11 @@ const (
 	// seeded shuffle and holds out each in turn.
 	HoldoutRandom = "random"
 )
+
+// ErrNoneForecast is returned by Validate and ValidateSplit when not one
+// held-out configuration could be forecast: the records to fit on hold
+// no run of any held-out workload, or every forecast failed.
+var ErrNoneForecast = errors.New("no held-out run could be forecast")
 
 // randomFolds is how many folds the random holdout makes.
 const randomFolds = 5
@@ -75,6 +81,16 @@ type ValidationRow struct {
 	// BaselineMAPE and BaselineMaxErr are the black-box baseline's
 	// errors on the same runs.
 	BaselineMAPE, BaselineMaxErr float64
+	// FloorN counts the configurations measured in at least two
+	// rounds, and FloorMAPE and FloorMax are the mean and largest of
+	// their noise floors (see FloorRow): the errors with which their
+	// own odd rounds forecast their even rounds. NaN when FloorN is 0.
+	FloorN              int
+	FloorMAPE, FloorMax float64
+	// Judged counts the configurations measured in at least two rounds,
+	// and Outside those of them whose forecast lies outside the range
+	// of their rounds' median step times (see Pair.Outside).
+	Judged, Outside int
 }
 
 // Pair is one held-out configuration: its measured step time and the
@@ -95,6 +111,15 @@ type Pair struct {
 	// min)/median; RunSpread is (max − min)/median of the runs' median
 	// step times, 0 for one run.
 	Noise, RunSpread float64
+	// Rounds counts the rounds that measured the configuration: its
+	// records' rounds (profile --rounds), or for records outside rounds
+	// each run one. RoundMin and RoundMax are the smallest and largest
+	// of the rounds' median step times, in nanoseconds (equal for one
+	// round); Floor is the configuration's noise floor (see FloorRow),
+	// NaN for one round.
+	Rounds             int
+	RoundMin, RoundMax float64
+	Floor              float64
 	// MeasuredPeakBytes and PredictedPeakBytes are each device's peak,
 	// the measured ones the largest over the runs.
 	MeasuredPeakBytes, PredictedPeakBytes []int64
@@ -102,6 +127,18 @@ type Pair struct {
 
 // Err is the forecast's relative error.
 func (p Pair) Err() float64 { return math.Abs(p.Predicted-p.Measured) / p.Measured }
+
+// Judged says whether the configuration was measured in at least two
+// rounds, so that Outside can tell a forecast off its measurements from
+// one within what measuring again moves.
+func (p Pair) Judged() bool { return p.Rounds >= 2 }
+
+// Outside says whether a judged configuration's forecast lies outside
+// [RoundMin, RoundMax], the range of its rounds' median step times;
+// false for a configuration not judged.
+func (p Pair) Outside() bool {
+	return p.Judged() && (p.Predicted < p.RoundMin || p.Predicted > p.RoundMax)
+}
 
 // BaselineErr is the baseline's relative error.
 func (p Pair) BaselineErr() float64 { return math.Abs(p.Baseline-p.Measured) / p.Measured }
@@ -194,7 +231,7 @@ func Validate(ctx context.Context, recs []profiler.Record, holdout string, seed 
 		}
 	}
 	if len(v.Pairs) == 0 {
-		return nil, fmt.Errorf("validate: no held-out run could be forecast: %v", v.Skipped)
+		return nil, fmt.Errorf("validate: %w: %v", ErrNoneForecast, v.Skipped)
 	}
 	v.summarise()
 	return v, nil
@@ -215,7 +252,7 @@ func ValidateSplit(ctx context.Context, train, test []profiler.Record, name stri
 		return nil, err
 	}
 	if len(v.Pairs) == 0 {
-		return nil, fmt.Errorf("validate %s: no held-out run could be forecast: %v", name, v.Skipped)
+		return nil, fmt.Errorf("validate %s: %w: %v", name, ErrNoneForecast, v.Skipped)
 	}
 	v.summarise()
 	return v, nil

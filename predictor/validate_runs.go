@@ -62,10 +62,12 @@ func (v *Validation) add(ctx context.Context, f fold) error {
 			continue
 		}
 		measured, noise, spread := measuredSteps(runs)
+		rs := roundsOf(runs)
 		p := Pair{
 			ID: r.ID, Runs: len(runs), Key: KeyOf(r), Config: r.Config, Fold: f.name,
 			Measured: measured, Predicted: float64(pred.Summary.StepNanosMedian),
 			Baseline: bt, Noise: noise, RunSpread: spread,
+			Rounds: rs.n, RoundMin: rs.lo, RoundMax: rs.hi, Floor: rs.floor,
 		}
 		for _, run := range runs {
 			for d, dev := range run.Devices {
@@ -134,13 +136,7 @@ func MeasuredStepNanos(runs []profiler.Record) int64 {
 func measuredSteps(runs []profiler.Record) (med, noise, spread float64) {
 	var all, noises, medians []float64
 	for _, r := range runs {
-		steps := []float64{float64(r.Summary.StepNanosMedian), float64(r.Summary.StepNanosMin), float64(r.Summary.StepNanosMax)}
-		if len(r.Steps) > 0 {
-			steps = steps[:0]
-			for _, s := range r.Steps {
-				steps = append(steps, float64(s.WallNanos))
-			}
-		}
+		steps := stepTimes(&r)
 		all = append(all, steps...)
 		lo, hi, m := slices.Min(steps), slices.Max(steps), profiler.Median(steps)
 		if m > 0 {

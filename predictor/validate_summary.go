@@ -37,8 +37,15 @@ func rowOf(name string, ps []Pair) ValidationRow {
 		row.Runs += max(p.Runs, 1)
 	}
 	meas, pred, noise := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
-	var spreads []float64
+	var spreads, floors []float64
 	for i, p := range ps {
+		if p.Judged() {
+			row.Judged++
+			floors = append(floors, p.Floor)
+			if p.Outside() {
+				row.Outside++
+			}
+		}
 		e, be := p.Err(), p.BaselineErr()
 		row.MAPE += e / float64(len(ps))
 		row.BaselineMAPE += be / float64(len(ps))
@@ -49,6 +56,8 @@ func rowOf(name string, ps []Pair) ValidationRow {
 			spreads = append(spreads, p.RunSpread)
 		}
 	}
+	floor := floorRow(floors)
+	row.FloorN, row.FloorMAPE, row.FloorMax = floor.N, floor.MAPE, floor.Max
 	row.KendallTau = KendallTau(pred, meas)
 	sort.Float64s(noise)
 	if n := len(noise); n > 0 {

@@ -189,8 +189,16 @@ func TestValidateRepeatedRuns(t *testing.T) {
 		t.Errorf("repeated pair: runs %d id %s measured %v noise %v run spread %v, want 2 %s 150e6 0.15 0.667",
 			p.Runs, p.ID, p.Measured, p.Noise, p.RunSpread, a.ID)
 	}
-	if q := v.Pairs[1]; q.Runs != 1 || q.RunSpread != 0 {
-		t.Errorf("single run: runs %d run spread %v, want 1 and 0", q.Runs, q.RunSpread)
+	// Two runs outside rounds are rounds 1 and 2: medians 100 and 200
+	// ms, floor |100 − 200|/200.
+	if p.Rounds != 2 || p.RoundMin != 100e6 || p.RoundMax != 200e6 || p.Floor != 0.5 {
+		t.Errorf("repeated pair: rounds %d, %v–%v ns, floor %v; want 2, 100e6–200e6, 0.5", p.Rounds, p.RoundMin, p.RoundMax, p.Floor)
+	}
+	if q := v.Pairs[1]; q.Runs != 1 || q.RunSpread != 0 || q.Rounds != 1 || !math.IsNaN(q.Floor) {
+		t.Errorf("single run: runs %d run spread %v rounds %d floor %v, want 1, 0, 1 and NaN", q.Runs, q.RunSpread, q.Rounds, q.Floor)
+	}
+	if all := overall(v); all.FloorN != 1 || all.FloorMAPE != 0.5 || all.FloorMax != 0.5 || all.Judged != 1 {
+		t.Errorf("row all: floor N %d, MAPE %v, max %v, judged %d; want 1, 0.5, 0.5, 1", all.FloorN, all.FloorMAPE, all.FloorMax, all.Judged)
 	}
 	if all := overall(v); math.Abs(all.RunSpread-2.0/3) > 1e-12 {
 		t.Errorf("row all: run spread %v, want 0.667 (of the one configuration run twice)", all.RunSpread)

@@ -84,6 +84,24 @@ func checkOutputFiles(flagPaths ...string) error {
 	return nil
 }
 
+// checkInputFiles checks, before any work, that the files flag names can
+// be read: each must exist, open for reading and not be a directory. It
+// returns a usage error naming the flag and the file.
+func checkInputFiles(flag string, paths ...string) error {
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return usageErrorf("--%s %s: %v", flag, path, errors.Unwrap(err))
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err == nil && fi.IsDir() {
+			return usageErrorf("--%s %s: a directory; give a file name", flag, path)
+		}
+	}
+	return nil
+}
+
 // maxSkipNotes is how many skipped lines of one file readRecords names
 // before it counts the rest.
 const maxSkipNotes = 3

@@ -44,6 +44,10 @@ type PredictOptions struct {
 	Validate bool
 	Holdout  string // devices|microbatch|random
 	Seed     uint64 // the random holdout's folds
+	// Train, with Validate, are runs.jsonl files to fit on instead of
+	// holding Data's runs out: every measured run of Data is forecast
+	// from them.
+	Train []string
 }
 
 // The holdouts predictor.Validate accepts.
@@ -93,11 +97,24 @@ measured step times, the measurements' own noise (within a run, and
 between the runs of a configuration measured more than once, which count
 as one point at the median of all their steps) and the errors of a
 black-box regression baseline, then whether the faster of gpipe and coop
-was forecast right and the error of the forecast peak memory. --svg then
-draws forecast against measured step times.`,
+was forecast right and the error of the forecast peak memory. Beside the
+errors stands their noise floor: for configurations measured in two
+rounds or more (profile --rounds; runs outside rounds count as one round
+each, in the order of the data), how far the median step of their odd
+rounds misses that of their even rounds, the error of forecasting a
+configuration by measuring it again. A second table lists each
+configuration: measured median, the spread of its rounds' medians, the
+forecast, its error and whether it lies outside that spread (csv prints
+the first table only, json both). --svg then draws forecast against
+measured step times.
+
+--validate --train TRAIN.jsonl fits on every measured run of TRAIN
+instead and forecasts every measured run of --data: a K = 1 sweep
+forecasting a K = 2 sweep recorded apart, for example.`,
 		Example: `  pipecast predict --data runs/runs.jsonl --devices 2,4
   pipecast predict --data k1.jsonl,k2.jsonl --schedule gpipe,coop,1f1b --microbatches 4,8 --out forecast
-  pipecast predict --data runs/runs.jsonl --validate --holdout devices --svg accuracy.svg`,
+  pipecast predict --data runs/runs.jsonl --validate --holdout devices --svg accuracy.svg
+  pipecast predict --data k2/runs.jsonl --validate --train k1/runs.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd.Flags()); err != nil {
@@ -137,6 +154,7 @@ draws forecast against measured step times.`,
 	f.BoolVar(&opts.Validate, "validate", false, "check the predictor on the data by holding runs out, instead of forecasting")
 	f.StringVar(&opts.Holdout, "holdout", "devices", "with --validate, what is held out: "+strings.Join(predictHoldouts, "|"))
 	f.Uint64Var(&opts.Seed, "seed", 1, "with --validate --holdout random, the seed of the folds")
+	f.StringSliceVar(&opts.Train, "train", nil, "with --validate, runs.jsonl files to fit on, forecasting every run of --data instead of holding runs out")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
@@ -162,6 +180,9 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	}
 	if !slices.Contains(predictHoldouts, o.Holdout) {
 		return usageErrorf("--holdout %q: unknown holdout (want %s)", o.Holdout, strings.Join(predictHoldouts, ", "))
+	}
+	if err := o.validateTrain(flags); err != nil {
+		return err
 	}
 	if o.Validate {
 		for _, name := range predictConfigFlags {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -359,42 +357,6 @@ func TestPredictOutThenReport(t *testing.T) {
 	code, _, errOut = execute(context.Background(), "report", filepath.Join(dir, "runs.jsonl"), "--detail", "--pprof", filepath.Join(dir, "again.pb.gz"))
 	if code != ExitOK {
 		t.Errorf("report --detail exited %d: %s", code, errOut)
-	}
-}
-
-// TestPredictValidateGolden renders a fixed validation in every format:
-// the numbers are the predictor's to test, the layout is the command's.
-func TestPredictValidateGolden(t *testing.T) {
-	key := predictor.Key{Model: "mlp", Backend: "cpu", Threads: 1, SizeRecord: models.SizeRecord{Classes: 10, Width: 0.25}}
-	v := &predictor.Validation{
-		Holdout: predictor.HoldoutRandom, Seed: 3,
-		Rows: []predictor.ValidationRow{
-			{Schedule: "gpipe", N: 6, Runs: 10, MAPE: 0.042, MaxErr: 0.081, KendallTau: 0.87, Noise: 0.031, RunSpread: 0.052, BaselineMAPE: 0.12, BaselineMaxErr: 0.25},
-			{Schedule: "1f1b", N: 1, Runs: 1, MAPE: 0.02, MaxErr: 0.02, KendallTau: math.NaN(), Noise: 0.01, RunSpread: math.NaN(), BaselineMAPE: 0.3, BaselineMaxErr: 0.3},
-			{Schedule: "all", N: 7, Runs: 11, MAPE: 0.039, MaxErr: 0.081, KendallTau: 0.9, Noise: 0.03, RunSpread: 0.052, BaselineMAPE: 0.146, BaselineMaxErr: 0.3},
-		},
-		Winners: []predictor.Winner{
-			{Key: key, Devices: 2, Micro: 4, Batch: 16, MeasuredGPipe: 3e6, MeasuredCoop: 2.5e6, PredictedGPipe: 2.9e6,
-				PredictedCoop: 2.6e6, MeasuredFaster: "coop", PredictedFaster: "coop", Agree: true},
-			{Key: key, Devices: 2, Micro: 1, Batch: 16, MeasuredGPipe: 2.5e6, MeasuredCoop: 2.6e6, PredictedGPipe: 2.7e6,
-				PredictedCoop: 2.6e6, MeasuredFaster: "gpipe", PredictedFaster: "coop"},
-			{Key: key, Devices: 1, Micro: 1, Batch: 16, MeasuredGPipe: 2.5e6, MeasuredCoop: 2.4e6, PredictedGPipe: 2.45e6,
-				PredictedCoop: 2.45e6, MeasuredFaster: "coop", PredictedFaster: predictor.Tie},
-		},
-		Memory:  predictor.MemoryRow{N: 7, MAPE: 0.001, MaxErr: 0.004, DeviceMaxErr: 0.006},
-		Skipped: []string{"fold 5: no records left to fit on"},
-	}
-	for _, format := range []string{"table", "markdown", "csv", "json"} {
-		t.Run(format, func(t *testing.T) {
-			var out bytes.Buffer
-			if err := renderValidation(&out, v, 12, Format(format), false); err != nil {
-				t.Fatal(err)
-			}
-			if format == "json" && !json.Valid(out.Bytes()) {
-				t.Errorf("invalid json:\n%s", out.String())
-			}
-			checkGolden(t, "predict_validate."+goldenExt[format], out.String())
-		})
 	}
 }
 

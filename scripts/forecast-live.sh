@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# forecast-live.sh measures on this machine what the predictor's
+# K = 1 → K = 2 validation measures on the committed dataset: for
+# resnet50 and vgg16bn (width 0.25, 32×32, batch 16, one thread per
+# device; working sets larger than a core's L2) it records a K = 1 sweep
+# (single, gpipe, coop and 1f1b at M = 1, 2, 4, 8 and, for vgg16bn, 16:
+# resnet50 cannot train micro-batches of one sample at 32 px, where batch
+# norm sees one value per channel) and a K = 2 sweep (gpipe, coop and
+# 1f1b at M = 2, 4, 8), each in ROUNDS interleaved rounds (pipecast
+# profile --rounds), fits on the K = 1 records alone and forecasts the
+# K = 2 ones (pipecast predict --validate --train). Per workload it
+# prints the validation tables and a summary: MAPE, max error, Kendall
+# τ, the noise floor (the configurations' odd rounds against their even
+# rounds), how many forecasts lie outside their configuration's round
+# spread, and PASS where MAPE ≤ 5 % and max error ≤ 10 %, or where
+# neither is worse than the floor's, else MISS.
+#
+# Usage: scripts/forecast-live.sh [--quick] [OUTDIR]
+#   OUTDIR keeps the records (default a new temporary directory); a
+#   second call with the same OUTDIR and settings reuses them (profile
+#   --resume runs only what is missing) and prints again.
+#   ROUNDS (default 3) and STEPS (default 5) set the rounds and measured
+#   steps of every configuration; 2 warm-up steps each.
+#   --quick: resnet50 alone, M = 2 and 4, 2 rounds of 1 step after 1
+#   warm-up step: a check that the script runs end to end, not of the
+#   forecasts.
+# Exit status: 0 when every workload passes (always with --quick), 1
+# when one misses, 2 on bad arguments.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/runs_origin.sh
+
+usage() {
+	echo "forecast-live.sh: $1 (usage: scripts/forecast-live.sh [--quick] [OUTDIR])" >&2
+	exit 2
+}
+
+quick=0
+dir=""
+for arg in "$@"; do
+	case "$arg" in
+	--quick) quick=1 ;;
+	-*) usage "unknown option $arg" ;;
+	*)
+		[[ -z "$dir" ]] || usage "one OUTDIR at most, got $dir and $arg"
+		dir=$arg
+		;;
+	esac
+done
+
+rounds=${ROUNDS:-3}
+steps=${STEPS:-5}
+warmup=2
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || usage "ROUNDS=$rounds: need a whole number of at least 1"
+[[ "$steps" =~ ^[1-9][0-9]*$ ]] || usage "STEPS=$steps: need a whole number of at least 1"
+workloads=(resnet50 vgg16bn)
+declare -A k1_micro=([resnet50]=1,2,4,8 [vgg16bn]=1,2,4,8,16)
+k2_micro=2,4,8
+if ((quick)); then
+	rounds=2 steps=1 warmup=1
+	workloads=(resnet50)
+	k1_micro[resnet50]=2,4
+	k2_micro=2,4
+fi
+
+if [[ -z "$dir" ]]; then
+	dir=$(mktemp -d)
+elif [[ -e "$dir" && ! -d "$dir" ]]; then
+	usage "OUTDIR $dir: not a directory"
+fi
+mkdir -p "$dir"
+# Records of other settings in the same files would mix configurations
+# measured differently: refuse them.
+settings="quick=$quick rounds=$rounds steps=$steps warmup=$warmup"
+if [[ -f "$dir/settings" && "$(cat "$dir/settings")" != "$settings" ]]; then
+	usage "$dir holds records measured with $(cat "$dir/settings"), not $settings; give another OUTDIR"
+fi
+echo "$settings" >"$dir/settings"
+
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+pc="$bin/pipecast"
+go build -o "$pc" ./cmd/pipecast
+
+# sweep MODEL K MICRO SCHEDULES: records one sweep into $dir/MODEL/kK.
+sweep() {
+	local out="$dir/$1/k$2"
+	echo "forecast-live: $1 K = $2, M = $3, $4: $rounds rounds (records in $out)" >&2
+	"$pc" profile --model "$1" --width 0.25 --image 32 --batch 16 --threads 1 \
+		--devices "$2" --microbatches "$3" --schedule "$4" \
+		--rounds "$rounds" --steps "$steps" --warmup "$warmup" \
+		--out "$out" --resume --output csv >/dev/null
+}
+
+status=0
+summaries=()
+for model in "${workloads[@]}"; do
+	sweep "$model" 1 "${k1_micro[$model]}" single,gpipe,coop,1f1b
+	sweep "$model" 2 "$k2_micro" gpipe,coop,1f1b
+	k1="$dir/$model/k1/runs.jsonl" k2="$dir/$model/k2/runs.jsonl"
+	echo "## $model: K = 2 forecast from K = 1"
+	echo
+	"$pc" predict --validate --train "$k1" --data "$k2" --output markdown
+	echo
+	"$pc" predict --validate --train "$k1" --data "$k2" --output csv >"$dir/$model/validate.csv"
+	# The row "all" of the summary, by column name.
+	line=$(awk -F, -v model="$model" -v quick="$quick" '
+		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$col["schedule"] == "all" {
+			mape = 100 * $col["mape"]; mx = 100 * $col["max_err"]
+			fm = $col["floor_mape"]; fx = $col["floor_max"]
+			tau = $col["kendall_tau"] == "" ? "—" : sprintf("%.2f", $col["kendall_tau"])
+			floor = "no configuration measured in two rounds"
+			if (fm != "") floor = sprintf("%.1f %%, max %.1f %%", 100 * fm, 100 * fx)
+			if (mape <= 5 && mx <= 10) verdict = "PASS (MAPE ≤ 5 %, max ≤ 10 %)"
+			else if (fm != "" && mape <= 100 * fm && mx <= 100 * fx) verdict = "PASS (no worse than the floor)"
+			else verdict = "MISS"
+			if (quick) verdict = verdict " (--quick: not a check of the forecasts)"
+			printf "%s: MAPE %.1f %%, max error %.1f %%, τ %s; floor MAPE %s; %d of %d forecasts outside their round spread: %s\n",
+				model, mape, mx, tau, floor, $col["outside"], $col["judged"], verdict
+		}' "$dir/$model/validate.csv")
+	summaries+=("$line")
+	if [[ "$line" == *": MISS"* ]] && ((!quick)); then
+		status=1
+	fi
+done
+
+echo "## Summary: K = 2 forecast from K = 1 records of $(runs_origin "$dir"/*/k*/runs.jsonl)"
+echo
+for s in "${summaries[@]}"; do
+	echo "- $s"
+done
+echo
+echo "Records in $dir."
+exit "$status"
