@@ -80,6 +80,34 @@ func logValidation(t *testing.T, v *Validation) {
 	}
 }
 
+// The accuracy bars: a forecast's MAPE at most mapeBar and its largest
+// error at most maxBar, or, where the data's own noise floor (its
+// configurations' odd rounds against their even rounds, RoundFloor) is
+// above that, no worse than the floor: a forecast cannot be told apart
+// from measuring again more finely than measuring again.
+const (
+	mapeBar = 0.05
+	maxBar  = 0.10
+)
+
+// mapeLimit is the MAPE bar of forecasts of recs: mapeBar, or the
+// floor's MAPE where that is higher.
+func mapeLimit(recs []profiler.Record) float64 {
+	if f := RoundFloor(recs); f.N > 0 && f.MAPE > mapeBar {
+		return f.MAPE
+	}
+	return mapeBar
+}
+
+// maxLimit is the max-error bar of forecasts of recs: maxBar, or the
+// floor's largest error where that is higher.
+func maxLimit(recs []profiler.Record) float64 {
+	if f := RoundFloor(recs); f.N > 0 && f.Max > maxBar {
+		return f.Max
+	}
+	return maxBar
+}
+
 // overall returns the row "all".
 func overall(v *Validation) ValidationRow { return v.Rows[len(v.Rows)-1] }
 
@@ -117,11 +145,11 @@ func checkMicrobatchHoldout(t *testing.T, recs []profiler.Record, label string) 
 	logValidation(t, v)
 	all := overall(v)
 	checkBars(t, []bar{
-		{name: label + "held-out micro-batch sizes: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
+		{name: label + "held-out micro-batch sizes: MAPE", got: all.MAPE, limit: mapeLimit(recs), enforced: true},
 		// 7.7 % on the committed records; 9.6–14.9 % on earlier ones,
 		// before tensors sat on huge pages, where per-sample block times
 		// rose at m = 16 in a way the smaller sizes did not show.
-		{name: label + "held-out micro-batch sizes: max error", got: all.MaxErr, limit: 0.10, enforced: true},
+		{name: label + "held-out micro-batch sizes: max error", got: all.MaxErr, limit: maxLimit(recs), enforced: true},
 		{name: label + "held-out micro-batch sizes: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: label + "held-out micro-batch sizes: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
 	})
@@ -170,8 +198,8 @@ func checkDevicesFromSingleDevice(t *testing.T, recs []profiler.Record, label st
 		// than in the K = 1 runs, which the K = 1 records cannot show;
 		// before tensors sat on huge pages it was 4–13 % and recordings
 		// gave MAPE 2.7–6.5 %, max 6.6–13.4 %.
-		{name: label + "K=1 → K=2: MAPE", got: all.MAPE, limit: 0.05, enforced: true},
-		{name: label + "K=1 → K=2: max error", got: all.MaxErr, limit: 0.10, enforced: true},
+		{name: label + "K=1 → K=2: MAPE", got: all.MAPE, limit: mapeLimit(test), enforced: true},
+		{name: label + "K=1 → K=2: max error", got: all.MaxErr, limit: maxLimit(test), enforced: true},
 		{name: label + "K=1 → K=2: Kendall τ", got: all.KendallTau, limit: 0.9, atLeast: true, enforced: true},
 		{name: label + "K=1 → K=2: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: label + "K=1 → K=2: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
@@ -313,8 +341,8 @@ func TestAccuracyLive(t *testing.T) {
 	}
 	all := overall(v)
 	checkBars(t, []bar{
-		{name: "live K=1 → K=2: MAPE", got: all.MAPE, limit: 0.05},
-		{name: "live K=1 → K=2: max error", got: all.MaxErr, limit: 0.10},
+		{name: "live K=1 → K=2: MAPE", got: all.MAPE, limit: mapeBar},
+		{name: "live K=1 → K=2: max error", got: all.MaxErr, limit: maxBar},
 		{name: "live K=1 → K=2: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05},
 	})
 }

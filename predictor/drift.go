@@ -15,7 +15,10 @@ import (
 // fit cannot see, whatever the schedule: the blocks of a K = 2 run
 // slowed by the device beside it, or sped up by holding half the model.
 type Drift struct {
-	Key Key
+	// Fold names the held-out group in a validation ("K=2"); "" from
+	// BlockDrift.
+	Fold string
+	Key  Key
 	// Samples is the micro-batch size, Phase "forward" or "backward".
 	Samples int
 	Phase   string

@@ -57,6 +57,10 @@ type Validation struct {
 	// Interference says, per fold and cost model, the co-location
 	// slowdowns the forecasts applied (none listed: none applied).
 	Interference []string
+	// Drift compares, per fold, the held-out runs' block times with the
+	// fitted runs' at the same micro-batch sizes (see BlockDrift): what
+	// no fit of the fitted runs can see.
+	Drift []Drift
 }
 
 // ValidationRow aggregates the held-out configurations of one schedule,

@@ -33,6 +33,10 @@ func (v *Validation) add(ctx context.Context, f fold) error {
 			v.Interference = append(v.Interference, fmt.Sprintf("%s, %s: interference %s", f.name, k, strings.Join(parts, ", ")))
 		}
 	}
+	for _, d := range BlockDrift(f.train, f.test) {
+		d.Fold = f.name
+		v.Drift = append(v.Drift, d)
+	}
 	for _, runs := range groupRuns(f.test) {
 		r := &runs[0]
 		skip := func(err error) {

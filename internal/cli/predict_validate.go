@@ -99,8 +99,9 @@ func renderValidation(w io.Writer, v *predictor.Validation, title string, format
 			Memory         predictor.MemoryRow `json:"memory"`
 			Skipped        []string            `json:"skipped"`
 			Interference   []string            `json:"interference"`
+			Drift          []predictor.Drift   `json:"drift"`
 		}{Rows: t.Objects(), Configurations: configs.Objects(), Winners: v.Winners, Memory: v.Memory,
-			Skipped: v.Skipped, Interference: v.Interference}
+			Skipped: v.Skipped, Interference: v.Interference, Drift: v.Drift}
 		return writeJSON(w, doc)
 	case FormatCSV:
 		// One csv, one header: the per-configuration rows are json's.
@@ -219,6 +220,7 @@ func validationTable(v *predictor.Validation, title string) *reports.Table {
 	for _, s := range v.Interference {
 		t.Footnotes = append(t.Footnotes, "Applied co-location "+s+" (measured by the single-device records).")
 	}
+	t.Footnotes = append(t.Footnotes, driftNotes(v.Drift)...)
 	for _, s := range v.Skipped {
 		t.Footnotes = append(t.Footnotes, "Not forecast: "+s+".")
 	}
