@@ -80,6 +80,10 @@ type Environment struct {
 	// machine slow each other, so that even a single-device record lets
 	// the predictor forecast co-located devices.
 	Interference *Interference `json:"interference,omitempty"`
+	// Probe measures how much the machine's other tenants disturbed the
+	// run: a fixed piece of work timed before each measured step; nil
+	// where not measured (predicted records, older builds).
+	Probe *Probe `json:"probe,omitempty"`
 	// Transport is how the devices moved data: TransportInProcess (one
 	// process, the default; records that leave it out are in-process) or
 	// TransportMPI (one process per device); TransportVersion names the

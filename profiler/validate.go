@@ -135,6 +135,11 @@ func (r *Record) validateCounts() error {
 	if r.Kind == KindPredicted && len(r.Steps) != 0 && len(r.Steps) != r.Config.Steps {
 		return fmt.Errorf("steps: %d predicted steps, config.steps is %d", len(r.Steps), r.Config.Steps)
 	}
+	if p := r.Env.Probe; p != nil {
+		if err := p.validate(len(r.Steps)); err != nil {
+			return fmt.Errorf("environment: %w", err)
+		}
+	}
 	if len(r.WarmupLosses) > r.Config.Warmup {
 		return fmt.Errorf("warmup_losses: %d losses, config.warmup is %d", len(r.WarmupLosses), r.Config.Warmup)
 	}

@@ -7,7 +7,9 @@ import (
 )
 
 func TestValidateAcceptsValidRecords(t *testing.T) {
-	for _, r := range []Record{testRecord("a", 10), predictedRecord("b")} {
+	probed := testRecord("c", 10)
+	probed.Env.Probe = &Probe{Nanos: []int64{512000, 498000}}
+	for _, r := range []Record{testRecord("a", 10), predictedRecord("b"), probed} {
 		if err := r.Validate(); err != nil {
 			t.Errorf("%s: Validate() = %v, want nil", r.ID, err)
 		}
@@ -44,6 +46,10 @@ func TestValidateRejects(t *testing.T) {
 		{"event backwards", func(r *Record) { r.Events[3].EndNanos = r.Events[3].StartNanos - 1 }, "events[3]"},
 		{"event before step", func(r *Record) { r.Events[0].StartNanos = -1 }, "events[0]"},
 		{"partition range", func(r *Record) { r.Partition[1].EndBlock = 1 }, "partition[1]"},
+		{"probe count", func(r *Record) { r.Env.Probe = &Probe{Nanos: []int64{5e5}} }, "probe: 1 nanos for 2 measured steps"},
+		{"probe zero", func(r *Record) { r.Env.Probe = &Probe{Nanos: []int64{5e5, 0}} }, "probe: nanos[1] 0"},
+		{"probe negative", func(r *Record) { r.Env.Probe = &Probe{Nanos: []int64{-1, 5e5}} }, "probe: nanos[0] -1"},
+		{"probe on no steps", func(r *Record) { r.Env.Probe = &Probe{} }, "probe: 0 nanos for 2 measured steps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

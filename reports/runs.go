@@ -27,7 +27,8 @@ type RunsTableOptions struct {
 // RunsTable compares runs, one row per record in the given order (the
 // rounds of one configuration, profile --rounds, one row: the median
 // round, with their spread): the
-// configuration, the step time (median and range), throughput and its
+// configuration, the step time (median and range), how disturbed the
+// machine was (where records carry probes), throughput and its
 // speed-up over the matching GPipe run, the bubble, the largest device's
 // peak memory and its ratio to GPipe's, and the bytes moved per step.
 // Machine formats carry raw values: nanoseconds, bytes, fractions.
@@ -49,6 +50,11 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	if rounded {
 		t.Columns = slices.Insert(t.Columns, at, Column{Key: "round_spread", Header: "rounds", Align: AlignRight, Fold: 3})
 	}
+	disturbances, disturbed := pointDisturbances(recs, points)
+	disturbedAt := -1
+	if disturbed {
+		disturbedAt, t.Columns = insertDisturbed(t.Columns)
+	}
 	shown := make([]profiler.Record, len(points))
 	for i, p := range points {
 		shown[i] = p.rec
@@ -62,9 +68,15 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 		if rounded {
 			row = slices.Insert(row, at, roundsCell(points[i]))
 		}
+		if disturbed {
+			row = slices.Insert(row, disturbedAt, disturbedCell(disturbances[i]))
+		}
 		t.Rows = append(t.Rows, row)
 	}
 	extra := append(transportNotes(recs), opts.Footnotes...)
+	if disturbed {
+		extra = append([]string{disturbedFootnote}, extra...)
+	}
 	if rounded {
 		extra = append([]string{roundsFootnote}, extra...)
 	}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,6 +21,9 @@ type roundPoint struct {
 	// their median steps.
 	rounds int
 	spread float64
+	// members are the indices of the point's records in the records
+	// given to roundPoints, in their order there.
+	members []int
 }
 
 // roundPoints groups the records measured in rounds (Round > 0) by
@@ -27,34 +31,33 @@ type roundPoint struct {
 // outside rounds stay points of their own.
 func roundPoints(recs []profiler.Record) []roundPoint {
 	var out []roundPoint
-	var groups [][]profiler.Record
 	index := map[string]int{}
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.Round == 0 {
-			out = append(out, roundPoint{rec: r, rounds: 1})
-			groups = append(groups, nil)
+			out = append(out, roundPoint{rec: *r, rounds: 1, members: []int{i}})
 			continue
 		}
-		k := roundKey(&r)
-		if i, ok := index[k]; ok {
-			groups[i] = append(groups[i], r)
+		k := roundKey(r)
+		if at, ok := index[k]; ok {
+			out[at].members = append(out[at].members, i)
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, roundPoint{})
-		groups = append(groups, []profiler.Record{r})
+		out = append(out, roundPoint{members: []int{i}})
 	}
-	for i, g := range groups {
-		if g == nil {
+	for i, p := range out {
+		if p.rounds == 1 {
 			continue
 		}
-		slices.SortStableFunc(g, func(a, b profiler.Record) int {
-			return int(a.Summary.StepNanosMedian - b.Summary.StepNanosMedian)
+		g := slices.Clone(p.members)
+		slices.SortStableFunc(g, func(a, b int) int {
+			return cmp.Compare(recs[a].Summary.StepNanosMedian, recs[b].Summary.StepNanosMedian)
 		})
-		mid := g[(len(g)-1)/2]
-		p := roundPoint{rec: mid, rounds: len(g)}
+		mid := &recs[g[(len(g)-1)/2]]
+		p.rec, p.rounds = *mid, len(g)
 		if m := float64(mid.Summary.StepNanosMedian); m > 0 {
-			p.spread = float64(g[len(g)-1].Summary.StepNanosMedian-g[0].Summary.StepNanosMedian) / m
+			p.spread = float64(recs[g[len(g)-1]].Summary.StepNanosMedian-recs[g[0]].Summary.StepNanosMedian) / m
 		}
 		out[i] = p
 	}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"slices"
+
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/profiler"
 )
@@ -45,6 +47,9 @@ func (r *Result) environment() profiler.Environment {
 	env.PeakRSSBytes = profiler.PeakRSSBytes()
 	env.Calibration = r.Calibration
 	env.Interference = r.Interference
+	if len(r.ProbeNanos) > 0 {
+		env.Probe = &profiler.Probe{Nanos: slices.Clone(r.ProbeNanos)}
+	}
 	env.Transport = r.Transport
 	if env.Transport == "" {
 		env.Transport = profiler.TransportInProcess

@@ -111,6 +111,10 @@ type Result struct {
 	// convergence; their times do not), Steps the measured ones.
 	Warmup []StepResult
 	Steps  []StepResult
+	// ProbeNanos holds, for each measured step, the time of the probe
+	// this process ran just before it (see probe): how disturbed the
+	// machine was. Nil for a run on symbolic devices, which take no time.
+	ProbeNanos []int64
 	// Weights are the trained parameters of this process's devices, with
 	// RunOptions.Weights.
 	Weights map[string][]float32
@@ -197,7 +201,19 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 	}
 	t.measureSteps = opts.Warmup
 	t.trackMemory(t.steps + opts.Warmup) // the first measured step
+	// The machine is probed before every step, warm-up included so that
+	// each measured step follows the same work, on this goroutine while
+	// every worker waits; the probes of the measured steps are kept.
+	var p *probe
+	if !tensor.IsSymbolic(t.devs[0]) {
+		p = newProbe()
+	}
 	for i := 0; i < opts.Warmup+opts.Steps; i++ {
+		if p != nil {
+			if n := p.time(); i >= opts.Warmup {
+				res.ProbeNanos = append(res.ProbeNanos, n)
+			}
+		}
 		s, err := t.Step(ctx)
 		if err != nil {
 			return nil, err
