@@ -16,15 +16,16 @@ import (
 )
 
 // After one untimed round, each concurrency level is timed in rounds
-// until device 0's whole forwards add up to interferenceTimed, at least
-// minInterferenceReps and at most maxInterferenceReps of them. The
-// default sweep's forwards take about 4 ms and its steps about 25 ms, so
-// two rounds keep the measurement near 4 % of its wall time. One
-// measurement's factor is noisy (successive ones of resnet50 at width
-// 0.25 spread 0.97–1.33 on a 2-core machine, with five rounds as with
-// two); the predictor takes the median over its records.
+// until device 0's whole training passes (forward and backward) add up
+// to interferenceTimed, at least minInterferenceReps and at most
+// maxInterferenceReps of them. The default sweep's passes take about
+// 12 ms and its steps about 25 ms, so two rounds keep the measurement
+// near 4 % of its wall time. One measurement's factor is noisy
+// (successive ones of resnet50 at width 0.25 spread 0.97–1.33 on a
+// 2-core machine, with five rounds as with two); the predictor takes the
+// median over its records.
 const (
-	interferenceTimed   = 8e6 // ns per device and level
+	interferenceTimed   = 24e6 // ns per device and level
 	minInterferenceReps = 2
 	maxInterferenceReps = 40
 )
@@ -43,20 +44,25 @@ const maxInterferenceDevices = 8
 // A record of one busy device shows neither.
 //
 // The work is the run's own model at its micro-batch size, a
-// training-mode forward with no gradient kept, each device with a replica
-// of the model. For n from 2 to the devices the machine runs without
-// oversubscription (its cores over the run's threads, at most 8), the
-// model is split into n stages by MACs; alone, device 0 runs the whole
-// forward and times each stage's span of it; together, device i runs
-// stage i on its input, all n starting at once. Each round times the
-// whole forward alone and then the stages together; level n's factor is
-// the median over rounds of the stages' summed time together over their
-// summed time alone, and Min and Max are the extremes of those ratios.
-// The levels and the alone runs take turns, one round each, so that a
-// change in what else the machine runs meets all alike.
+// training-mode forward keeping what the backward needs and then the
+// backward, each device with a replica of the model. For n from 2 to the
+// devices the machine runs without oversubscription (its cores over the
+// run's threads, at most 8), the model is split into n stages by MACs;
+// alone, device 0 runs the whole forward and backward and times each
+// stage's span of them; together, device i runs stage i's forward and
+// backward on its input, all n starting at once. Each round times the
+// whole pass alone and then the stages together; level n's factor is the
+// median over rounds of the stages' summed forward time together over
+// their summed forward time alone, its backward factor the same of the
+// backward times, and Min and Max are the extremes of those ratios. The
+// two differ: a backward reads the forward's saved activations and
+// writes a gradient of every weight, so holding half the model spares it
+// more of the cache misses a whole model has. The levels and the alone
+// runs take turns, one round each, so that a change in what else the
+// machine runs meets all alike.
 //
 // Where the machine runs one device only, the result holds level 1 alone.
-// It costs, per level, an untimed round and then 8 ms of whole forwards
+// It costs, per level, an untimed round and then 24 ms of whole passes
 // or two of them where one takes longer (each with its stages together),
 // besides building a replica of the model per device.
 func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.Interference, error) {
@@ -65,8 +71,9 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 	levels := min(max(runtime.NumCPU()/threads, 1), maxInterferenceDevices)
 	mb := cfg.MicroBatchSize()
 	out := &profiler.Interference{
-		Work:   fmt.Sprintf("training-mode forwards of %s's stages at %d samples, together against inside a whole forward alone", cfg.Model, mb),
-		Levels: []profiler.InterferenceLevel{{Devices: 1, Factor: 1, Min: 1, Max: 1}},
+		Work: fmt.Sprintf("training-mode forwards and backwards of %s's stages at %d samples, together against inside a whole pass alone", cfg.Model, mb),
+		Levels: []profiler.InterferenceLevel{{Devices: 1, Factor: 1, Min: 1, Max: 1,
+			BackwardFactor: 1, BackwardMin: 1, BackwardMax: 1}},
 	}
 	if levels < 2 {
 		return out, nil
@@ -115,24 +122,28 @@ func CalibrateInterference(ctx context.Context, cfg config.Config) (*profiler.In
 			count = int(min(max(interferenceTimed/max(float64(whole), 1), minInterferenceReps), maxInterferenceReps))
 		}
 	}
-	ratios := make([][]float64, levels+1)
+	fwd, bwd := make([][]float64, levels+1), make([][]float64, levels+1)
 	for range count {
 		for n := 2; n <= levels; n++ {
-			alone := sum(reps[0].forwardSpans(bounds[n]))
-			together, err := stagesTogether(ctx, reps[:n], bounds[n], inputs[n])
+			aloneF, aloneB := reps[0].passSpans(bounds[n])
+			togetherF, togetherB, err := stagesTogether(ctx, reps[:n], bounds[n], inputs[n])
 			if err != nil {
 				return nil, fmt.Errorf("calibrate interference at %d devices: %w", n, err)
 			}
-			if alone > 0 {
-				ratios[n] = append(ratios[n], together/alone)
+			if a := sum(aloneF); a > 0 {
+				fwd[n] = append(fwd[n], togetherF/a)
+			}
+			if a := sum(aloneB); a > 0 {
+				bwd[n] = append(bwd[n], togetherB/a)
 			}
 		}
 	}
 	for n := 2; n <= levels; n++ {
-		r := ratios[n]
-		out.Levels = append(out.Levels, profiler.InterferenceLevel{
-			Devices: n, Factor: profiler.Median(r), Min: slices.Min(r), Max: slices.Max(r),
-		})
+		l := profiler.InterferenceLevel{Devices: n, Factor: profiler.Median(fwd[n]), Min: slices.Min(fwd[n]), Max: slices.Max(fwd[n])}
+		if b := bwd[n]; len(b) > 0 {
+			l.BackwardFactor, l.BackwardMin, l.BackwardMax = profiler.Median(b), slices.Min(b), slices.Max(b)
+		}
+		out.Levels = append(out.Levels, l)
 	}
 	return out, nil
 }
@@ -158,6 +169,11 @@ type replica struct {
 	dev   tensor.Device
 	model *models.Model
 	x     *tensor.Tensor
+	// noise fills the output gradients the backwards start from: the
+	// replica's weights are zeros, so its outputs are too, and a
+	// gradient of zeros could let a kernel that skips zero multipliers
+	// look fast.
+	noise []float32
 }
 
 func newReplica(cfg config.Config, index, threads, mb int) (*replica, error) {
@@ -181,25 +197,78 @@ func newReplica(cfg config.Config, index, threads, mb int) (*replica, error) {
 		in[i] = float32(rng.NormFloat64())
 	}
 	dev.Upload(x, in)
-	return &replica{dev: dev, model: m, x: x}, nil
+	return &replica{dev: dev, model: m, x: x, noise: in}, nil
 }
 
-// forwardSpans runs one no-grad training-mode forward of blocks
-// [bounds[0], bounds[len-1]) on the replica's batch, stage by stage, and
-// returns each stage's time.
-func (r *replica) forwardSpans(bounds []int) []int64 {
+// passSpans runs one training-mode forward of blocks [bounds[0],
+// bounds[len-1]) on the replica's batch, stage by stage, keeping what the
+// backward needs, then the backward stage by stage in reverse, and
+// returns each stage's forward and backward time.
+func (r *replica) passSpans(bounds []int) (fwd, bwd []int64) {
+	n := len(bounds) - 1
+	fwd, bwd = make([]int64, n), make([]int64, n)
+	ctxs := make([]models.Context, n)
+	p := r.pass()
 	x := r.x
 	x.Retain()
-	out := make([]int64, len(bounds)-1)
-	for s := range out {
+	for s := range n {
 		start := r.dev.Now()
-		y := r.run(bounds[s], bounds[s+1], x)
-		out[s] = r.dev.Now() - start
+		y, c := r.model.Stage(bounds[s], bounds[s+1]).Forward(p, x)
+		fwd[s] = r.dev.Now() - start
+		ctxs[s] = c
 		x.Release()
 		x = y
 	}
+	dy := r.gradientLike(x)
 	x.Release()
-	return out
+	for s := n - 1; s >= 0; s-- {
+		start := r.dev.Now()
+		dx := r.model.Stage(bounds[s], bounds[s+1]).Backward(p, ctxs[s], dy)
+		bwd[s] = r.dev.Now() - start
+		dy.Release()
+		dy = dx
+	}
+	if dy != nil {
+		dy.Release()
+	}
+	return fwd, bwd
+}
+
+// pass is a training pass that keeps what the backward needs and leaves
+// batch norm's running statistics alone.
+func (r *replica) pass() *models.Pass {
+	return &models.Pass{Dev: r.dev, Train: true, Grad: true, FreezeStats: true}
+}
+
+// gradientLike returns a tensor of y's shape holding the replica's noise
+// (repeated where y is larger): an output gradient to start a backward.
+func (r *replica) gradientLike(y *tensor.Tensor) *tensor.Tensor {
+	dy := r.dev.Alloc(tensor.Boundary, y.Shape()...)
+	host := make([]float32, dy.Len())
+	for i := range host {
+		host[i] = r.noise[i%len(r.noise)]
+	}
+	r.dev.Upload(dy, host)
+	return dy
+}
+
+// stagePass runs the forward and then the backward of blocks [lo, hi) on
+// x and returns how long each took.
+func (r *replica) stagePass(lo, hi int, x *tensor.Tensor) (fwd, bwd int64) {
+	stage, p := r.model.Stage(lo, hi), r.pass()
+	start := r.dev.Now()
+	y, c := stage.Forward(p, x)
+	fwd = r.dev.Now() - start
+	dy := r.gradientLike(y)
+	y.Release()
+	start = r.dev.Now()
+	dx := stage.Backward(p, c, dy)
+	bwd = r.dev.Now() - start
+	dy.Release()
+	if dx != nil {
+		dx.Release()
+	}
+	return fwd, bwd
 }
 
 // run runs blocks [lo, hi) on x, a no-grad training-mode forward that
@@ -212,11 +281,11 @@ func (r *replica) run(lo, hi int, x *tensor.Tensor) *tensor.Tensor {
 	return y
 }
 
-// warmUp runs, untimed and all at once, the whole forward on replica 0
-// and on replica i > 0 the blocks up to the end of stage i of bounds,
-// which faults their pages in and fills their caches before anything is
-// timed. It returns each replica's input for its stage, and how long
-// replica 0's forward took.
+// warmUp runs, untimed and all at once, the whole pass on replica 0
+// and on replica i > 0 the blocks up to the start of stage i of bounds
+// and then that stage's pass, which faults their pages in and fills
+// their caches before anything is timed. It returns each replica's input
+// for its stage, and how long replica 0's pass took.
 func warmUp(reps []*replica, bounds []int) ([]*tensor.Tensor, int64) {
 	inputs := make([]*tensor.Tensor, len(reps))
 	var whole int64
@@ -224,13 +293,14 @@ func warmUp(reps []*replica, bounds []int) ([]*tensor.Tensor, int64) {
 	for i, r := range reps {
 		wg.Go(func() {
 			if i == 0 {
-				whole = sum64(r.forwardSpans([]int{0, len(r.model.Blocks)}))
+				f, b := r.passSpans([]int{0, len(r.model.Blocks)})
+				whole = sum64(f) + sum64(b)
 				r.x.Retain()
 				inputs[0] = r.x
 				return
 			}
 			inputs[i] = r.run(0, bounds[i], r.x)
-			r.run(bounds[i], bounds[i+1], inputs[i]).Release()
+			r.stagePass(bounds[i], bounds[i+1], inputs[i])
 		})
 	}
 	wg.Wait()
@@ -244,13 +314,13 @@ func (r *replica) close() {
 }
 
 // stagesTogether runs stage i of bounds on replica i, on inputs[i], all
-// at once, starting together, and returns the stages' summed
-// nanoseconds.
-func stagesTogether(ctx context.Context, reps []*replica, bounds []int, inputs []*tensor.Tensor) (float64, error) {
+// at once, starting together, each its forward and then its backward,
+// and returns the stages' summed forward and backward nanoseconds.
+func stagesTogether(ctx context.Context, reps []*replica, bounds []int, inputs []*tensor.Tensor) (fwd, bwd float64, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	took := make([]int64, len(reps))
+	tookF, tookB := make([]int64, len(reps)), make([]int64, len(reps))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i, r := range reps {
@@ -258,13 +328,10 @@ func stagesTogether(ctx context.Context, reps []*replica, bounds []int, inputs [
 		go func() {
 			defer wg.Done()
 			<-start
-			t0 := r.dev.Now()
-			y := r.run(bounds[i], bounds[i+1], inputs[i])
-			took[i] = r.dev.Now() - t0
-			y.Release()
+			tookF[i], tookB[i] = r.stagePass(bounds[i], bounds[i+1], inputs[i])
 		}()
 	}
 	close(start)
 	wg.Wait()
-	return sum(took), nil
+	return sum(tookF), sum(tookB), nil
 }

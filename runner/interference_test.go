@@ -12,7 +12,8 @@ import (
 
 // TestCalibrateInterference checks the measurement's shape: level 1 at
 // factor 1, then one level per device the machine runs without
-// oversubscription, each factor positive and inside its own extremes; and
+// oversubscription, each factor, forward and backward, positive and
+// inside its own extremes; and
 // a run whose threads fill the machine measures level 1 alone.
 func TestCalibrateInterference(t *testing.T) {
 	ctx := watch(t, time.Minute)
@@ -33,8 +34,11 @@ func TestCalibrateInterference(t *testing.T) {
 		if l.Devices != i+1 || !(l.Factor > 0) || l.Min > l.Factor || l.Factor > l.Max {
 			t.Errorf("level %d: %+v", i, l)
 		}
+		if !(l.BackwardFactor > 0) || l.BackwardMin > l.BackwardFactor || l.BackwardFactor > l.BackwardMax || l.Backward() != l.BackwardFactor {
+			t.Errorf("level %d backward: %+v", i, l)
+		}
 	}
-	if l := got.Levels[0]; l.Factor != 1 {
+	if l := got.Levels[0]; l.Factor != 1 || l.BackwardFactor != 1 {
 		t.Errorf("level 1 factor %v, want 1", l.Factor)
 	}
 	t.Logf("%s: %+v", got.Work, got.Levels)
