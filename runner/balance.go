@@ -11,7 +11,7 @@ import (
 
 // blockTimeReps is how many times BlockTimes measures each block; it
 // takes the median, after one warm-up pass.
-const blockTimeReps = 3
+const blockTimeReps = 9
 
 // BlockTimes measures each block of cfg's model: the time of a training
 // forward and backward at the micro-batch size (B/M samples) on one device

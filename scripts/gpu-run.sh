@@ -82,7 +82,7 @@ common=(--backend cuda --image 224 --width 1 --classes 1000 --batch 64 --out "$o
 for m in resnet50 vgg16bn inceptionv3; do
 	log "$m: one GPU, pipecast"
 	ours=$(timeout 60 "$bin/pipecast" profile "${common[@]}" --model "$m" --devices 1 --schedule single \
-		--microbatches 1 --steps 10 --warmup 3 --output json 2>>"$out/errors.txt" |
+		--microbatches 1 --steps 10 --warmup 3 --rounds 1 --output json 2>>"$out/errors.txt" |
 		sed -n 's/.*"step_nanos_median": *\([0-9]*\).*/\1/p' | awk 'NR == 1 { printf "%.4f", $1 / 1e9 }')
 	log "$m: one GPU, PyTorch"
 	theirs=$(timeout 60 python3 scripts/step_pytorch.py --device cuda --model "$m" --image 224 --batch 64 \
@@ -99,7 +99,7 @@ left=$((470 - ($(date +%s) - start)))
 log "sweep: gpipe and coop, K = 1, 2, 4 (${left} s left)"
 if [ "$left" -gt 30 ]; then
 	timeout -k 30 "$left" "$bin/pipecast" profile "${common[@]}" --model resnet50,vgg16bn,inceptionv3 \
-		--devices 1,2,4 --schedule gpipe,coop --microbatches 4 --steps 5 --warmup 2 \
+		--devices 1,2,4 --schedule gpipe,coop --microbatches 4 --steps 5 --warmup 2 --rounds 1 \
 		--output markdown >"$out/sweep.md" 2>>"$out/errors.txt"
 	echo "sweep exit status $?" >>"$out/errors.txt"
 fi

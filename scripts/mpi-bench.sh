@@ -103,11 +103,11 @@ fi
 go build -tags mpi -o "$tmp/pipecast" ./cmd/pipecast
 for ((i = 1; i <= runs; i++)); do
 	if ((i % 2)); then
-		"$tmp/pipecast" profile --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
-		"${launch[@]}" "$tmp/pipecast" profile --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
+		"$tmp/pipecast" profile --rounds 1 --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
+		"${launch[@]}" "$tmp/pipecast" profile --rounds 1 --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
 	else
-		"${launch[@]}" "$tmp/pipecast" profile --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
-		"$tmp/pipecast" profile --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
+		"${launch[@]}" "$tmp/pipecast" profile --rounds 1 --transport mpi --output csv >"$tmp/mpi.$i" 2>"$tmp/err"
+		"$tmp/pipecast" profile --rounds 1 --output csv >"$tmp/inproc.$i" 2>"$tmp/err"
 	fi
 done
 echo

@@ -34,7 +34,7 @@ for spec in vgg16bn:224:15.3 resnet50:224:34.5 inceptionv3:299:25.8; do
 	echo "paper-claims: $model ${px}px: measuring K = 1, 2 (records in $runs)" >&2
 	"$pc" profile --model "$model" --image "$px" --width 1 --batch 8 \
 		--devices 1,2 --microbatches 2,4 --schedule gpipe,coop --balance macs \
-		--steps 2 --warmup 1 --out "$runs" --resume --output csv >/dev/null
+		--steps 2 --warmup 1 --rounds 1 --out "$runs" --resume --output csv >/dev/null
 	"$pc" predict --data "$runs/runs.jsonl" --devices 4 --microbatches 4 \
 		--schedule gpipe,coop --checkpoint never,except-last,always --prefetch 1 \
 		--output csv >"$runs/k4.csv"

@@ -14,7 +14,7 @@ mkdir -p "$out"
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
 go build -o "$runs/pipecast" ./cmd/pipecast
-"$runs/pipecast" profile --schedule gpipe,coop,1f1b,interleaved,zb-h1 --virtual-stages 2 --out "$runs" --output markdown
+"$runs/pipecast" profile --schedule gpipe,coop,1f1b,interleaved,zb-h1 --virtual-stages 2 --rounds 1 --out "$runs" --output markdown
 "$runs/pipecast" report "$runs/runs.jsonl" --output markdown --svg "$out/timelines.svg" >/dev/null
 "$runs/pipecast" report "$runs/runs.jsonl" --schedule coop --output markdown --svg-memory "$out/memory.svg" >/dev/null
 echo "readme-figures: wrote $out/timelines.svg and $out/memory.svg ($(date '+%Y-%m-%d'), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'))"

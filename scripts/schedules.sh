@@ -30,7 +30,7 @@ schedules=gpipe,coop,1f1b,interleaved,zb-h1,zb-h2
 echo "schedules: resnet50 224px: measuring K = 1, 2 (records in $runs)" >&2
 "$pc" profile --model resnet50 --image 224 --width 1 --batch 8 \
 	--devices 1,2 --microbatches 2,4 --schedule "$schedules" --virtual-stages 2 \
-	--balance macs --steps 2 --warmup 1 --out "$runs" --resume --output csv >/dev/null
+	--balance macs --steps 2 --warmup 1 --rounds 1 --out "$runs" --resume --output csv >/dev/null
 "$pc" predict --data "$runs/runs.jsonl" --devices 4 --microbatches 4,8 \
 	--schedule "$schedules" --checkpoint except-last --prefetch 1 --virtual-stages 2 \
 	--output csv >"$runs/k4.csv"

@@ -121,7 +121,7 @@ pipecast_step() {
 	fi
 	${rec[@]+"${rec[@]}"} "$bin" profile --model "$1" --backend "$2" --image "${image[$1]}" --batch "${batch[$1]}" \
 		--width 1 --classes 10 --devices 1 --microbatches 1 --schedule single \
-		--threads "$threads" --steps "$steps" --warmup 1 --balance params --output json \
+		--threads "$threads" --steps "$steps" --warmup 1 --rounds 1 --balance params --output json \
 		${extra[@]+"${extra[@]}"} |
 		sed -n 's/.*"step_nanos_median": *\([0-9]*\).*/\1/p' |
 		awk 'NR == 1 { printf "%.3f", $1 / 1e9 }'

@@ -49,7 +49,7 @@ func TestInterruptedSweepResumes(t *testing.T) {
 		t.Skip("runs a few sweeps of real processes")
 	}
 	sweep := []string{"profile", "--model", "mlp", "--width", "0.25", "--devices", "1,2", "--microbatches", "1,2",
-		"--schedule", "gpipe,1f1b,coop", "--steps", "2", "--warmup", "1", "--output", "csv"}
+		"--schedule", "gpipe,1f1b,coop", "--steps", "2", "--warmup", "1", "--rounds", "1", "--output", "csv"}
 	const configs = 12
 	for _, tc := range []struct {
 		after  int // records written before the signal; −1: at once

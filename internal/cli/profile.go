@@ -66,6 +66,15 @@ var (
 	defaultProfileSchedules = []string{schedule.GPipe, schedule.Coop}
 )
 
+// defaultRounds is how many interleaved rounds a sweep runs unless told.
+// On a shared 2-core Intel Xeon (2026-12-02) five repetitions of the
+// default profile gave step medians 4–7 % apart with one round, 4–9 %
+// with three, 4–5 % with five and no better with ten or twenty
+// (scripts/profile-spread.sh): beyond five, what moves the medians is
+// the machine's load over minutes, which no number of rounds within one
+// command averages out, while five keep the default sweep near 2 s.
+const defaultRounds = 5
+
 // NewCmdProfile returns the profile command. runF, when not nil, runs
 // instead of the sweep, so that tests can check what the flags parsed
 // into.
@@ -141,7 +150,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar((*string)(&opts.Balance), "balance", string(config.BalanceTime), "block cost the partition balances: params|macs|time (time: each block's forward and backward measured on one device at the micro-batch size)")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
-	f.IntVar(&opts.Rounds, "rounds", 1, "run the sweep this many times, every configuration once a round, each round in a fresh order, so that the machine's slow spells fall on every configuration alike; a configuration's rounds share one partition, and its point is their median")
+	f.IntVar(&opts.Rounds, "rounds", defaultRounds, "run the sweep this many times, every configuration once a round, each round in a fresh order, so that the machine's slow spells fall on every configuration alike; a configuration's rounds share one partition, and its point is their median")
 	f.IntVar(&opts.Warmup, "warmup", 1, "warm-up steps per run, run first and not measured")
 	f.StringVar(&opts.Dataset, "dataset", "synthetic", "training data: synthetic, synthetic:N, cifar10:DIR or mnist:DIR")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, the data order and dropout")

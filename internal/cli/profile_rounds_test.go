@@ -125,7 +125,7 @@ func TestForecastSplitsAsRun(t *testing.T) {
 	dir := t.TempDir()
 	code, _, errOut := run(t, "profile", "--model", "resnet50", "--width", "0.25", "--image", "32", "--batch", "8",
 		"--devices", "1,2", "--microbatches", "2", "--schedule", "gpipe,1f1b", "--balance", "time",
-		"--steps", "1", "--warmup", "0", "--threads", "1", "--out", dir, "--output", "csv")
+		"--steps", "1", "--warmup", "0", "--rounds", "1", "--threads", "1", "--out", dir, "--output", "csv")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

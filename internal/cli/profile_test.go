@@ -65,7 +65,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					LR:           0.01,
 					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}},
 				},
-				Steps: 5, Warmup: 1, Rounds: 1, Timeout: 10 * time.Minute,
+				Steps: 5, Warmup: 1, Rounds: defaultRounds, Timeout: 10 * time.Minute,
 			}
 			if !reflect.DeepEqual(*o, want) {
 				t.Errorf("got %+v\nwant %+v", *o, want)
@@ -242,7 +242,7 @@ func TestProfileAcceptanceSweep(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	code, out, errOut := execute(context.Background(), "profile", "--model", "mlp", "--devices", "1,2",
-		"--microbatches", "1,2,4,8", "--schedule", "gpipe,coop,1f1b", "--batch", "16", "--steps", "2",
+		"--microbatches", "1,2,4,8", "--schedule", "gpipe,coop,1f1b", "--batch", "16", "--steps", "2", "--rounds", "1",
 		"--out", dir, "--trace", filepath.Join(dir, "trace.json"), "--pprof", filepath.Join(dir, "prof.pb.gz"),
 		"--output", "json")
 	t.Logf("acceptance sweep: %v", time.Since(start))
@@ -286,7 +286,7 @@ func TestProfileInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	code, out, errOut := execute(ctx, "profile", "--model", "mlp", "--devices", "1", "--microbatches", "1",
-		"--schedule", "gpipe,1f1b", "--steps", "1", "--warmup", "0", "--out", dir)
+		"--schedule", "gpipe,1f1b", "--steps", "1", "--warmup", "0", "--rounds", "1", "--out", dir)
 	if code != ExitError {
 		t.Errorf("exit %d, want %d", code, ExitError)
 	}
