@@ -563,6 +563,10 @@ func TestFitScales(t *testing.T) {
 	var recs []profiler.Record
 	for _, r := range readValidation(t) {
 		if r.Config.Model == "resnet50" && r.Config.Devices == 1 {
+			// Without the co-location measurement: the slowdown it
+			// applies depends on which ops overlap, which the scales
+			// move, and this test checks the scales alone.
+			r.Env.Interference = nil
 			recs = append(recs, r)
 		}
 	}

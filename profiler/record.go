@@ -184,20 +184,13 @@ type InterferenceLevel struct {
 	Min     float64 `json:"min"`
 	Max     float64 `json:"max"`
 	// BackwardFactor, BackwardMin and BackwardMax are the same of the
-	// stages' backward passes; 0, and left out, in records measured
-	// before backwards were (Factor stands for both there).
+	// stages' backward passes, run against each other; 0, and left out,
+	// in records measured before backwards were (Factor stands for both
+	// there). The predictor applies Factor to every op (see its
+	// fitInterference for why).
 	BackwardFactor float64 `json:"backward_factor,omitempty"`
 	BackwardMin    float64 `json:"backward_min,omitempty"`
 	BackwardMax    float64 `json:"backward_max,omitempty"`
-}
-
-// Backward returns the level's factor for backward passes: its
-// BackwardFactor, or Factor where the record measured none.
-func (l InterferenceLevel) Backward() float64 {
-	if l.BackwardFactor > 0 {
-		return l.BackwardFactor
-	}
-	return l.Factor
 }
 
 // TransferSample is one calibration measurement.

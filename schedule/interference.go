@@ -57,14 +57,13 @@ func Concurrency(t *Timeline) [][]float64 {
 
 // SimulateInterference simulates p as Simulate does, with each compute op
 // slowed by the interference of the devices computing at the same time:
-// op o of device k takes cost(k, o)·slowdown(o.Kind, n), n its
-// Concurrency in the timeline (the kind lets a backward, which reads the
-// forward's saved activations, be slowed differently from a forward). Since the slowdowns move the ops, which changes what
+// op o of device k takes cost(k, o)·slowdown(n), n its Concurrency in the
+// timeline. Since the slowdowns move the ops, which changes what
 // overlaps, it simulates again from the previous timeline's concurrency
 // until the makespan moves by less than a part in 10⁶, at most rounds
-// times. slowdown(kind, 1) must be 1: with devices that never compute at the
+// times. slowdown(1) must be 1: with devices that never compute at the
 // same time the result is Simulate's.
-func SimulateInterference(p *Program, cost func(int, Op) float64, slowdown func(kind OpKind, n float64) float64, rounds int) (*Timeline, error) {
+func SimulateInterference(p *Program, cost func(int, Op) float64, slowdown func(n float64) float64, rounds int) (*Timeline, error) {
 	if rounds < 1 {
 		return nil, errors.New("simulate with interference: need at least one round")
 	}
@@ -80,7 +79,7 @@ func SimulateInterference(p *Program, cost func(int, Op) float64, slowdown func(
 			if !o.Kind.Computes() {
 				return c
 			}
-			return c * slowdown(o.Kind, conc[k][i])
+			return c * slowdown(conc[k][i])
 		})
 		if err != nil {
 			return nil, err

@@ -7,7 +7,7 @@ import (
 
 // linearSlowdown slows an op by half for each other device computing
 // throughout it.
-func linearSlowdown(_ OpKind, n float64) float64 { return 1 + 0.5*(n-1) }
+func linearSlowdown(n float64) float64 { return 1 + 0.5*(n-1) }
 
 // TestInterferenceOnlyWhereDevicesOverlap checks that a program whose
 // devices never compute at the same time (gpipe at M = 1: the stages hand
@@ -91,35 +91,5 @@ func TestInterferenceFixedPoint(t *testing.T) {
 	}
 	if _, err := SimulateInterference(p, cost, linearSlowdown, 0); err == nil {
 		t.Error("0 rounds accepted")
-	}
-}
-
-// TestInterferenceByKind checks that the slowdown is asked per op kind:
-// with one that slows backwards only, the two overlapping ops of
-// TestInterferenceFixedPoint keep their lengths as forwards and meet the
-// fixed point as backwards.
-func TestInterferenceByKind(t *testing.T) {
-	backwardOnly := func(k OpKind, n float64) float64 {
-		if k.RunsBackward() {
-			return linearSlowdown(k, n)
-		}
-		return 1
-	}
-	cost := func(k int, o Op) float64 { return []float64{2, 1}[k] }
-	for _, tc := range []struct {
-		kind       OpKind
-		end0, end1 float64
-	}{
-		{Forward, 2, 1},
-		{Backward, 1 + math.Sqrt(2.5), 1.5},
-	} {
-		p := &Program{Devices: [][]Op{{{Kind: tc.kind, Stage: 0}}, {{Kind: tc.kind, Stage: 1}}}, Stages: 2}
-		tl, err := SimulateInterference(p, cost, backwardOnly, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if math.Abs(tl.End[0][0]-tc.end0) > 1e-5 || math.Abs(tl.End[1][0]-tc.end1) > 1e-9 {
-			t.Errorf("%s: ends %v and %v, want %v and %v", tc.kind, tl.End[0][0], tl.End[1][0], tc.end0, tc.end1)
-		}
 	}
 }

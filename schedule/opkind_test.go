@@ -22,23 +22,15 @@ func TestOpKinds(t *testing.T) {
 		if (k.RunsBlocks() || k.Fitted()) && !k.Computes() {
 			t.Errorf("%s runs blocks or is fitted but does not compute", name)
 		}
-		if k.RunsBackward() && !k.RunsBlocks() {
-			t.Errorf("%s runs a backward but not blocks", name)
-		}
 		if k.Collective() && !k.MovesData() {
 			t.Errorf("%s is a collective that does not move data", name)
-		}
-	}
-	for k, want := range map[OpKind]bool{Forward: false, Recompute: false, Backward: true, BackwardInput: true, BackwardWeight: true, Loss: false, Update: false} {
-		if k.RunsBackward() != want {
-			t.Errorf("%s: runs backward %v, want %v", k, k.RunsBackward(), want)
 		}
 	}
 	if _, err := ParseOpKind("sideways"); err == nil {
 		t.Error("ParseOpKind(\"sideways\"): no error")
 	}
 	for _, k := range []OpKind{-1, numOpKinds} {
-		if k.Computes() || k.MovesData() || k.RunsBlocks() || k.Fitted() || k.Collective() || k.RunsBackward() {
+		if k.Computes() || k.MovesData() || k.RunsBlocks() || k.Fitted() || k.Collective() {
 			t.Errorf("out-of-range kind %d answers true", int(k))
 		}
 	}

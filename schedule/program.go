@@ -72,16 +72,10 @@ var opKinds = [numOpKinds]struct {
 	fitted bool
 	// collective: every device of the op's group takes part.
 	collective bool
-	// backward: the op runs a backward pass of its blocks (their input
-	// gradients, their weight gradients or both), which reads the
-	// forward's saved activations and so meets another device's work on
-	// the machine differently from a forward (see the predictor's
-	// interference).
-	backward bool
 }{
 	Forward:        {name: "forward", computes: true, blocks: true, fitted: true},
 	Recompute:      {name: "recompute", computes: true, blocks: true, fitted: true},
-	Backward:       {name: "backward", computes: true, blocks: true, fitted: true, backward: true},
+	Backward:       {name: "backward", computes: true, blocks: true, fitted: true},
 	Loss:           {name: "loss", computes: true, fitted: true},
 	Predict:        {name: "predict", computes: true, blocks: true, fitted: true},
 	Send:           {name: "send"},
@@ -89,8 +83,8 @@ var opKinds = [numOpKinds]struct {
 	AllGather:      {name: "allgather", collective: true},
 	AllToAll:       {name: "alltoall", collective: true},
 	Update:         {name: "update", computes: true, fitted: true},
-	BackwardInput:  {name: "backward-input", computes: true, blocks: true, fitted: true, backward: true},
-	BackwardWeight: {name: "backward-weight", computes: true, blocks: true, fitted: true, backward: true},
+	BackwardInput:  {name: "backward-input", computes: true, blocks: true, fitted: true},
+	BackwardWeight: {name: "backward-weight", computes: true, blocks: true, fitted: true},
 }
 
 // OpKinds returns every op kind, in the order of their values.
@@ -133,10 +127,6 @@ func (k OpKind) Fitted() bool { return k.valid() && opKinds[k].fitted }
 // Collective reports whether ops of kind k are collectives: every device
 // of the op's group (Op.Group) takes part, in the same order on each.
 func (k OpKind) Collective() bool { return k.valid() && opKinds[k].collective }
-
-// RunsBackward reports whether ops of kind k run a backward pass of their
-// blocks (backward, backward-input, backward-weight).
-func (k OpKind) RunsBackward() bool { return k.valid() && opKinds[k].backward }
 
 // ParseOpKind returns the op kind with the given name.
 func ParseOpKind(s string) (OpKind, error) {
