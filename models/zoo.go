@@ -168,17 +168,34 @@ func openCounting(backend string) (tensor.Device, tensor.MACCounter, error) {
 	return dev, counter, nil
 }
 
-func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, error) {
+// Resolved returns cfg as the model called name is built from it: the
+// model's defaults filled in where cfg leaves them zero (its classes, its
+// input size, width 1). Two configurations that resolve alike build the
+// same model.
+func Resolved(name string, cfg Config) (Config, error) {
 	a, err := LookupArch(name)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
+	return a.resolve(cfg), nil
+}
+
+func (a Arch) resolve(cfg Config) Config {
 	if a.defaults != nil {
 		a.defaults(&cfg)
 	}
 	if cfg.Width == 0 {
 		cfg.Width = 1
 	}
+	return cfg
+}
+
+func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, error) {
+	a, err := LookupArch(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg = a.resolve(cfg)
 	switch {
 	case cfg.Width < 0 || math.IsNaN(cfg.Width) || math.IsInf(cfg.Width, 0):
 		return nil, fmt.Errorf("%s: width %v must be positive", name, cfg.Width)

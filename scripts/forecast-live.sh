@@ -7,8 +7,9 @@
 # resnet50 cannot train micro-batches of one sample at 32 px, where batch
 # norm sees one value per channel) and a K = 2 sweep (gpipe, coop and
 # 1f1b at M = 2, 4, 8), each in ROUNDS interleaved rounds (pipecast
-# profile --rounds), fits on the K = 1 records alone and forecasts the
-# K = 2 ones (pipecast predict --validate --train). Per workload it
+# profile --rounds), the two sweeps taking turns round by round; fits on
+# the K = 1 records alone and forecasts the K = 2 ones (pipecast predict
+# --validate --train). Per workload it
 # prints the validation tables and a summary: MAPE, max error, Kendall
 # τ, the noise floor (the configurations' odd rounds against their even
 # rounds), how many forecasts lie outside their configuration's round
@@ -19,7 +20,7 @@
 #   OUTDIR keeps the records (default a new temporary directory); a
 #   second call with the same OUTDIR and settings reuses them (profile
 #   --resume runs only what is missing) and prints again.
-#   ROUNDS (default 3) and STEPS (default 5) set the rounds and measured
+#   ROUNDS (default 5) and STEPS (default 5) set the rounds and measured
 #   steps of every configuration; 2 warm-up steps each.
 #   --quick: resnet50 alone, M = 2 and 4, 2 rounds of 1 step after 1
 #   warm-up step: a check that the script runs end to end, not of the
@@ -48,7 +49,7 @@ for arg in "$@"; do
 	esac
 done
 
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 steps=${STEPS:-5}
 warmup=2
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || usage "ROUNDS=$rounds: need a whole number of at least 1"
@@ -82,21 +83,28 @@ trap 'rm -rf "$bin"' EXIT
 pc="$bin/pipecast"
 go build -o "$pc" ./cmd/pipecast
 
-# sweep MODEL K MICRO SCHEDULES: records one sweep into $dir/MODEL/kK.
+# sweep MODEL K MICRO SCHEDULES ROUND: records the sweep's rounds up to
+# ROUND into $dir/MODEL/kK (profile --resume runs only those missing).
 sweep() {
 	local out="$dir/$1/k$2"
-	echo "forecast-live: $1 K = $2, M = $3, $4: $rounds rounds (records in $out)" >&2
+	echo "forecast-live: $1 K = $2, M = $3, $4: round $5 of $rounds (records in $out)" >&2
 	"$pc" profile --model "$1" --width 0.25 --image 32 --batch 16 --threads 1 \
 		--devices "$2" --microbatches "$3" --schedule "$4" \
-		--rounds "$rounds" --steps "$steps" --warmup "$warmup" \
+		--rounds "$5" --steps "$steps" --warmup "$warmup" \
 		--out "$out" --resume --output csv >/dev/null
 }
 
 status=0
 summaries=()
 for model in "${workloads[@]}"; do
-	sweep "$model" 1 "${k1_micro[$model]}" single,gpipe,coop,1f1b
-	sweep "$model" 2 "$k2_micro" gpipe,coop,1f1b
+	# The K = 1 and K = 2 sweeps take turns, a round of each, so that a
+	# change in the machine's load between them falls on both: measured
+	# one after the other, a slow spell during either sweep would read
+	# as a forecast error.
+	for ((r = 1; r <= rounds; r++)); do
+		sweep "$model" 1 "${k1_micro[$model]}" single,gpipe,coop,1f1b "$r"
+		sweep "$model" 2 "$k2_micro" gpipe,coop,1f1b "$r"
+	done
 	k1="$dir/$model/k1/runs.jsonl" k2="$dir/$model/k2/runs.jsonl"
 	echo "## $model: K = 2 forecast from K = 1"
 	echo

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 )
 
@@ -50,10 +51,15 @@ func planRounds(cfgs []config.Config, first []int, rounds int, seed uint64) []pl
 type balanceTimes map[string][]float64
 
 // timesKey identifies the runs whose partitions balance the same block
-// times: the model at its size, its blocks measured at the same
-// micro-batch size on the same backend, threads and transport.
+// times: the model at its size (resolved, so that a sweep's "the model's
+// default classes" matches its records' 1000), its blocks measured at the
+// same micro-batch size on the same backend, threads and transport.
 func timesKey(c config.Config) string {
-	return fmt.Sprintf("%s %+v m=%d %s t=%d %s", c.Model, c.ModelConfig, c.MicroBatchSize(), c.Backend, c.Threads, c.Transport)
+	mc := c.ModelConfig
+	if r, err := models.Resolved(c.Model, mc); err == nil {
+		mc = r
+	}
+	return fmt.Sprintf("%s %+v m=%d %s t=%d %s", c.Model, mc, c.MicroBatchSize(), c.Backend, c.Threads, c.Transport)
 }
 
 // needsTimes reports whether c balances by times it does not hold.

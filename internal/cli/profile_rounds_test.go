@@ -169,3 +169,33 @@ func TestForecastSplitsAsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestResumedRoundsSplitAsTheFirst runs one round of a K = 2 sweep of a
+// model whose classes come from its default, then a second by --rounds 2
+// --resume, and checks that the second balances the first round's block
+// times (the records name the resolved classes, the sweep its default)
+// and splits the model where the first did.
+func TestResumedRoundsSplitAsTheFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 2 small runs")
+	}
+	dir := t.TempDir()
+	for _, rounds := range []string{"1", "2"} {
+		code, _, errOut := run(t, "profile", "--model", "resnet50", "--width", "0.25", "--image", "32", "--batch", "8",
+			"--devices", "2", "--microbatches", "2", "--schedule", "gpipe", "--balance", "time",
+			"--steps", "1", "--warmup", "0", "--rounds", rounds, "--resume", "--threads", "1", "--out", dir, "--output", "csv")
+		if code != ExitOK {
+			t.Fatalf("--rounds %s: exit %d: %s", rounds, code, errOut)
+		}
+	}
+	recs, _, err := profiler.ReadFile(filepath.Join(dir, "runs.jsonl"), profiler.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Round != 1 || recs[1].Round != 2 {
+		t.Fatalf("%d records, want rounds 1 and 2", len(recs))
+	}
+	if !slices.Equal(recs[0].Config.BalanceNanos, recs[1].Config.BalanceNanos) || !slices.Equal(recs[0].Bounds(), recs[1].Bounds()) {
+		t.Errorf("round 2 balanced %v and split at %v; round 1 %v at %v", recs[1].Config.BalanceNanos, recs[1].Bounds(), recs[0].Config.BalanceNanos, recs[0].Bounds())
+	}
+}
