@@ -14,7 +14,7 @@
 #   PAGES=4k scripts/mpi-bench.sh
 #   PROFILE=0 scripts/mpi-bench.sh   # the ping-pong alone
 #
-# Then, unless PROFILE=0, it runs the default `pipecast profile` (ResNet-50
+# Then, unless PROFILE=0, it runs one round of the default `pipecast profile` (ResNet-50
 # at width 0.25, 32×32, batch 16, 2 devices, gpipe and coop) in one process
 # and as two processes under mpirun (--transport mpi), alternating, and
 # prints each schedule's median step time both ways.
