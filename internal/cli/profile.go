@@ -68,11 +68,12 @@ var (
 
 // defaultRounds is how many interleaved rounds a sweep runs unless told.
 // On a shared 2-core Intel Xeon (2026-12-02) five repetitions of the
-// default profile gave step medians 4–7 % apart with one round, 4–9 %
-// with three, 4–5 % with five and no better with ten or twenty
-// (scripts/profile-spread.sh): beyond five, what moves the medians is
-// the machine's load over minutes, which no number of rounds within one
-// command averages out, while five keep the default sweep near 2 s.
+// default profile gave step medians 7–13 % apart with one round, 6–9 %
+// with three, 3–7 % with five (in four sets of five; a fifth met a slow
+// spell) and no better with ten or twenty (scripts/profile-spread.sh):
+// beyond five, what moves the medians is the machine's load over
+// minutes, which no number of rounds within one command averages out,
+// while five keep the default sweep near 2 s.
 const defaultRounds = 5
 
 // NewCmdProfile returns the profile command. runF, when not nil, runs
