@@ -122,16 +122,12 @@ func maxBars(name string, v *Validation, recs []profiler.Record) []bar {
 	}
 }
 
-// beyondSpread is the largest distance of a forecast outside its
-// configuration's rounds' medians (above the slowest, below the fastest),
-// relative to the measured median; 0 where every forecast lies between.
-// A configuration measured in one round has no spread: its whole error
-// counts.
+// beyondSpread is the largest of pairs' errors beyond their
+// configurations' round spreads (Pair.ErrBeyondSpread).
 func beyondSpread(pairs []Pair) float64 {
 	worst := 0.0
 	for _, p := range pairs {
-		lo, hi := min(p.RoundMin, p.Measured), max(p.RoundMax, p.Measured)
-		worst = max(worst, (p.Predicted-hi)/p.Measured, (lo-p.Predicted)/p.Measured)
+		worst = max(worst, p.ErrBeyondSpread())
 	}
 	return worst
 }

@@ -144,6 +144,16 @@ func (p Pair) Outside() bool {
 	return p.Judged() && (p.Predicted < p.RoundMin || p.Predicted > p.RoundMax)
 }
 
+// ErrBeyondSpread is how far the forecast lies outside the range of its
+// configuration's rounds' median step times (and the measured median),
+// above the slowest or below the fastest, relative to the measured
+// median: 0 for a forecast between them. A configuration measured in one
+// round has no spread, and its whole error counts.
+func (p Pair) ErrBeyondSpread() float64 {
+	lo, hi := min(p.RoundMin, p.Measured), max(p.RoundMax, p.Measured)
+	return max(0, (p.Predicted-hi)/p.Measured, (lo-p.Predicted)/p.Measured)
+}
+
 // BaselineErr is the baseline's relative error.
 func (p Pair) BaselineErr() float64 { return math.Abs(p.Baseline-p.Measured) / p.Measured }
 

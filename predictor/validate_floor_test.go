@@ -103,6 +103,13 @@ func TestRowOutside(t *testing.T) {
 		t.Errorf("outside %v %v %v %v, judged %v; want true false true false, false",
 			ps[0].Outside(), ps[1].Outside(), ps[2].Outside(), ps[3].Outside(), ps[3].Judged())
 	}
+	// Measured 110 for each: 125 lies 5/110 above 120, 99 1/110 below
+	// 100, and one round's whole error (150 against 100) counts.
+	for i, want := range []float64{5.0 / 110, 0, 1.0 / 110, 0.5} {
+		if got := ps[i].ErrBeyondSpread(); math.Abs(got-want) > 1e-12 {
+			t.Errorf("pair %d: error beyond the spread %v, want %v", i, got, want)
+		}
+	}
 	row := rowOf(schedule.GPipe, ps)
 	if row.Judged != 3 || row.Outside != 2 || row.FloorN != 3 || math.Abs(row.FloorMAPE-0.14) > floorTol || row.FloorMax != 0.3 {
 		t.Errorf("row %+v: want judged 3, outside 2, floor N 3, MAPE 0.14, max 0.3", row)
