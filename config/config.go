@@ -37,9 +37,11 @@ type Config struct {
 	// masks.
 	Seed uint64
 	// Optimizer names the optimizer (models.OptimizerNames;
-	// models.DefaultOptimizer when empty); SGD holds its hyper-parameters.
+	// the model's, models.OptimizerOf, when empty); SGD and AdamW hold the
+	// hyper-parameters of each, of which the optimizer reads its own.
 	Optimizer string
 	SGD       tensor.SGDParams
+	AdamW     tensor.AdamWParams
 	// Straggler, when its Factor exceeds 1, slows one device's compute:
 	// every compute op of device Straggler.Device takes Factor times as
 	// long (the worker sleeps after the op's work for the difference).
@@ -66,6 +68,12 @@ type Config struct {
 // learning rate suited to training from scratch on small batches.
 func DefaultSGD() tensor.SGDParams {
 	return tensor.SGDParams{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
+}
+
+// DefaultHyper returns every optimizer's hyper-parameters where a caller
+// gives none: DefaultSGD, and torch.optim.AdamW's defaults.
+func DefaultHyper() models.Hyper {
+	return models.Hyper{SGD: DefaultSGD(), AdamW: tensor.DefaultAdamW()}
 }
 
 // DefaultThreads is the worker threads of every device when a sweep's
@@ -98,16 +106,19 @@ func (c Config) WithDefaults() Config {
 		c.Dataset = "synthetic"
 	}
 	if c.Optimizer == "" {
-		c.Optimizer = models.DefaultOptimizer
+		c.Optimizer = models.OptimizerOf(c.Model)
 	}
 	if c.SGD == (tensor.SGDParams{}) {
 		c.SGD = DefaultSGD()
 	}
+	if c.AdamW == (tensor.AdamWParams{}) {
+		c.AdamW = tensor.DefaultAdamW()
+	}
 	return c
 }
 
-// Hyper returns the optimizer's hyper-parameters.
-func (c Config) Hyper() models.Hyper { return models.Hyper{SGD: c.SGD} }
+// Hyper returns the optimizers' hyper-parameters.
+func (c Config) Hyper() models.Hyper { return models.Hyper{SGD: c.SGD, AdamW: c.AdamW} }
 
 // Stages returns the number of stages the model is cut into (see
 // schedule.Options.Stages).

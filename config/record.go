@@ -3,11 +3,9 @@ package config
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/tensor"
 )
 
 // RecordConfig is c as a run record holds it: the model's sizes as built
@@ -19,10 +17,7 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 		RecordOptions: c.Schedule.Record(),
 		Balance:       string(c.Balance), Threads: c.Threads,
 		Steps: steps, Warmup: warmup, Seed: c.Seed, Dataset: c.Dataset,
-		LR: decimal(c.SGD.LR), Momentum: decimal(c.SGD.Momentum), WeightDecay: decimal(c.SGD.WeightDecay),
-	}
-	if c.Optimizer != models.DefaultOptimizer {
-		rc.Optimizer = c.Optimizer
+		OptimizerRecord: c.Hyper().Record(c.Optimizer),
 	}
 	if c.Straggler.Active() {
 		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
@@ -33,22 +28,12 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 	return rc
 }
 
-// decimal widens x to the float64 nearest its shortest decimal form, so
-// that a learning rate of 0.01 is recorded as 0.01 and not as float32's
-// 0.009999999776.
-func decimal(x float32) float64 {
-	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-	if err != nil {
-		return float64(x) // unreachable: FormatFloat's output parses
-	}
-	return v
-}
-
 // FromRecord returns the configuration of a record: its model, batch,
-// schedule, backend, threads, data and optimizer, and its partition as
-// Bounds, so that a forecast of it prices the partition the run used
-// rather than one balanced anew. Records do not hold the mlp's layer
-// sizes: its configuration has the default sizes.
+// schedule, backend, threads, data and optimizer (the optimizers it did
+// not use at DefaultHyper), and its partition as Bounds, so that a
+// forecast of it prices the partition the run used rather than one
+// balanced anew. Records do not hold the mlp's layer sizes: its
+// configuration has the default sizes.
 func FromRecord(r *profiler.Record) (Config, error) {
 	c := r.Config
 	opts, err := c.RecordOptions.Options()
@@ -66,9 +51,10 @@ func FromRecord(r *profiler.Record) (Config, error) {
 		Threads:     c.Threads,
 		Dataset:     c.Dataset,
 		Seed:        c.Seed,
-		Optimizer:   c.Optimizer,
-		SGD:         tensor.SGDParams{LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay)},
 	}
+	var h models.Hyper
+	cfg.Optimizer, h = c.OptimizerRecord.Hyper(DefaultHyper())
+	cfg.SGD, cfg.AdamW = h.SGD, h.AdamW
 	if c.StragglerFactor > 1 {
 		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}

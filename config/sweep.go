@@ -38,11 +38,16 @@ type Sweep struct {
 	Backend   string
 	Transport string // "": in-process
 	// Optimizer names the optimizer of every configuration ("":
-	// models.DefaultOptimizer).
+	// each model's own, models.OptimizerOf).
 	Optimizer string
-	// LR is the optimizer's learning rate (0: DefaultSGD's); momentum
-	// and weight decay are DefaultSGD's.
-	LR float64
+	// LR, WeightDecay, Betas and Eps set the optimizer's hyper-parameters
+	// of those names (its record's) where it has them, and are ignored
+	// where it has not (SGD has no betas); LR 0 and nil leave the
+	// optimizer's own (DefaultHyper's). SGD's momentum is DefaultSGD's.
+	LR          float64
+	WeightDecay *float64
+	Betas       []float64
+	Eps         *float64
 	// Straggler and Fail inject a slow device and a failure into every
 	// configuration (see Config).
 	Straggler Straggler
@@ -116,8 +121,8 @@ func (s Sweep) Check() error {
 		return &FieldError{Field: "optimizer", Value: fmt.Sprintf("%q", s.Optimizer),
 			Reason: "unknown optimizer (want " + strings.Join(models.OptimizerNames(), ", ") + ")"}
 	}
-	if s.LR < 0 || math.IsNaN(s.LR) || math.IsInf(s.LR, 0) {
-		return &FieldError{Field: "lr", Value: fmt.Sprint(s.LR), Reason: "must be a positive number (or 0 for the default)"}
+	if err := s.checkHyper(); err != nil {
+		return err
 	}
 	if s.Threads < 0 {
 		return &FieldError{Field: "threads", Value: fmt.Sprint(s.Threads), Reason: "need at least 1 (or 0 for the default)"}
@@ -160,6 +165,60 @@ func (s Sweep) checkCounts() error {
 		return &FieldError{Field: se.Field, Value: se.Value, Reason: se.Why, Err: err}
 	}
 	return nil
+}
+
+// checkHyper checks the optimizer's hyper-parameters as torch.optim
+// does: none negative, the betas in [0, 1).
+func (s Sweep) checkHyper() error {
+	if s.LR < 0 || math.IsNaN(s.LR) || math.IsInf(s.LR, 0) {
+		return &FieldError{Field: "lr", Value: fmt.Sprint(s.LR), Reason: "must be a positive number (or 0 for the default)"}
+	}
+	for _, f := range []struct {
+		field string
+		v     *float64
+	}{{"weight-decay", s.WeightDecay}, {"eps", s.Eps}} {
+		if f.v != nil && !(*f.v >= 0 && !math.IsInf(*f.v, 0)) {
+			return &FieldError{Field: f.field, Value: fmt.Sprint(*f.v), Reason: "must be a number of at least 0"}
+		}
+	}
+	if s.Betas == nil {
+		return nil
+	}
+	if len(s.Betas) != 2 {
+		return &FieldError{Field: "betas", Value: fmt.Sprint(s.Betas), Reason: "want two values, β1 and β2"}
+	}
+	for _, b := range s.Betas {
+		if !(b >= 0 && b < 1) {
+			return &FieldError{Field: "betas", Value: fmt.Sprint(s.Betas), Reason: "each must lie in [0, 1)"}
+		}
+	}
+	return nil
+}
+
+// hyper returns the optimizers' hyper-parameters: DefaultHyper's, with
+// the sweep's values set on the chosen optimizer through its record
+// form, which names every optimizer's hyper-parameters.
+func (s Sweep) hyper(model string) models.Hyper {
+	base := DefaultHyper()
+	name := s.Optimizer
+	if name == "" {
+		name = models.OptimizerOf(model)
+	}
+	r := base.Record(name)
+	if s.LR != 0 {
+		r.LR = s.LR
+	}
+	if s.WeightDecay != nil {
+		r.WeightDecay = *s.WeightDecay
+	}
+	if s.Betas != nil {
+		r.Betas = s.Betas
+	}
+	if s.Eps != nil {
+		r.Eps = *s.Eps
+	}
+	_, h := r.Hyper(base)
+	return h
 }
 
 // Expand returns the configurations of every runnable combination, in
@@ -224,17 +283,14 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 // combinations are the pipeline configurations of one sized model.
 func (s Sweep) combinations(model string, mc models.Config) []Config {
 	var out []Config
+	h := s.hyper(model)
 	for _, b := range s.Batches {
 		for _, k := range s.Devices {
 			for _, m := range s.Micro {
 				for _, name := range s.Schedules {
-					sgd := DefaultSGD()
-					if s.LR != 0 {
-						sgd.LR = float32(s.LR)
-					}
 					for _, opts := range s.Variants.Of(name) {
 						opts.Devices, opts.Micro = k, m
-						out = append(out, Config{Optimizer: s.Optimizer, SGD: sgd, Straggler: s.Straggler, Fail: s.Fail,
+						out = append(out, Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
 							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 							Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
 						})

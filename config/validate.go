@@ -17,7 +17,7 @@ type Rule int
 // The rules Validate checks, in the order it checks them.
 const (
 	RuleModel     Rule = iota // the model is in the zoo and can be built at its sizes
-	RuleImage                 // the input is no smaller than the model accepts
+	RuleImage                 // the model takes its sizes: an input no smaller, a sequence no longer than it accepts
 	RuleCounts                // batch, devices, micro-batches and threads are positive
 	RuleStages                // no more stages (devices, × virtual stages for interleaved) than the model has blocks
 	RuleSchedule              // the schedule exists and its options make sense

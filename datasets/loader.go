@@ -3,8 +3,6 @@ package datasets
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/pipecast/pipecast/tensor"
@@ -201,11 +199,14 @@ func (b *Batch) Upload(dev tensor.Device, cat tensor.Category, lo, hi int) *tens
 }
 
 // ShapeBatch returns a batch of size samples of shape that holds no
-// values: Upload allocates zeros, every label is 0, one a sample. It is what a device
-// that holds no values (the meta backend) trains on, so that checking a
-// configuration of huge inputs reads no data and allocates none.
-func ShapeBatch(step, size int, shape tensor.Shape) *Batch {
-	return &Batch{Step: step, Labels: make([]int32, size), PerSample: 1, Indices: make([]int, size), Shape: shape.Clone()}
+// values: Upload allocates zeros, and every label is 0, perSample a
+// sample (Dataset.LabelsPerSample of the data it stands for; at least 1).
+// It is what a device that holds no values (the meta backend) trains on,
+// so that checking a configuration of huge inputs reads no data and
+// allocates none.
+func ShapeBatch(step, size int, shape tensor.Shape, perSample int) *Batch {
+	perSample = max(perSample, 1)
+	return &Batch{Step: step, Labels: make([]int32, size*perSample), PerSample: perSample, Indices: make([]int, size), Shape: shape.Clone()}
 }
 
 // LabelsRange returns the labels of samples [lo, hi): (hi−lo)·L labels,
@@ -226,88 +227,3 @@ func (b *Batch) checkRange(op string, lo, hi int) {
 		panic(fmt.Sprintf("datasets: batch %s of samples [%d, %d) of a batch of %d", op, lo, hi, b.Len()))
 	}
 }
-
-// DefaultSyntheticSamples is the size of the set "synthetic" opens: enough
-// for several distinct batches of the usual sizes, and cheap, since
-// synthetic samples are generated when read.
-const DefaultSyntheticSamples = 1024
-
-// Open returns the dataset a command-line spec names, checked against a
-// model that takes samples of the given shape and has the given number of
-// classes:
-//
-//	synthetic     Synthetic(shape, classes, DefaultSyntheticSamples, seed)
-//	synthetic:N   the same with N samples
-//	cifar10:DIR   OpenCIFAR10Dir(DIR), the five training batches
-//	mnist:DIR     OpenMNISTDir(DIR), the training set, gzipped or not
-//
-// An empty spec means "synthetic". The data's sample shape must equal
-// shape, except that a flat model input [F] accepts samples of any shape
-// with F elements (images for an mlp): the returned set then presents its
-// samples as [F]. The data's classes must be at most the model's, so that
-// every label has an output.
-func Open(spec string, shape tensor.Shape, classes int, seed uint64) (Dataset, error) {
-	if len(shape) == 0 || !shape.Valid() {
-		return nil, fmt.Errorf("open dataset %q: model input shape %v", spec, shape)
-	}
-	if classes <= 0 {
-		return nil, fmt.Errorf("open dataset %q: model has %d classes", spec, classes)
-	}
-	kind, arg, hasArg := strings.Cut(spec, ":")
-	var ds Dataset
-	var err error
-	switch kind {
-	case "", "synthetic":
-		samples := DefaultSyntheticSamples
-		if hasArg {
-			samples, err = strconv.Atoi(arg)
-			if err != nil || samples <= 0 {
-				return nil, fmt.Errorf("open dataset %q: sample count %q is not a positive integer", spec, arg)
-			}
-		}
-		return Synthetic(shape, classes, samples, seed), nil
-	case "cifar10", "mnist":
-		if arg == "" {
-			return nil, fmt.Errorf("open dataset %q: want %s:DIR", spec, kind)
-		}
-		if kind == "cifar10" {
-			ds, err = OpenCIFAR10Dir(arg)
-		} else {
-			ds, err = OpenMNISTDir(arg)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("open dataset %q: %w", spec, err)
-		}
-	default:
-		return nil, fmt.Errorf("open dataset %q: unknown kind %q (want synthetic, synthetic:N, cifar10:DIR or mnist:DIR)", spec, kind)
-	}
-	if ds.Classes() > classes {
-		return nil, fmt.Errorf("open dataset %q: %d classes do not fit a model with %d outputs", spec, ds.Classes(), classes)
-	}
-	return fitShape(spec, ds, shape)
-}
-
-// fitShape returns ds if its samples have the model's input shape, ds seen
-// as flat samples if the model is flat and the sizes agree, and an error
-// otherwise.
-func fitShape(spec string, ds Dataset, shape tensor.Shape) (Dataset, error) {
-	got := ds.Shape()
-	switch {
-	case got.Equal(shape):
-		return ds, nil
-	case len(shape) == 1 && got.Numel() == shape[0]:
-		return flattened{ds}, nil
-	case len(shape) == 1:
-		return nil, fmt.Errorf("open dataset %q: samples %v have %d elements, the flat model input %v wants %d",
-			spec, got, got.Numel(), shape, shape[0])
-	default:
-		return nil, fmt.Errorf("open dataset %q: samples %v do not match the model input %v", spec, got, shape)
-	}
-}
-
-// flattened presents a set's samples as flat vectors; the data is the
-// same, in the same order.
-type flattened struct{ Dataset }
-
-// Shape returns [F], F the number of elements of the set's samples.
-func (f flattened) Shape() tensor.Shape { return tensor.Shape{f.Dataset.Shape().Numel()} }

@@ -299,6 +299,7 @@ func TestOpen(t *testing.T) {
 		{"synthetic bad N", "synthetic:x", tensor.Shape{4}, 10, 0, nil, "not a positive integer"},
 		{"synthetic zero N", "synthetic:0", tensor.Shape{4}, 10, 0, nil, "not a positive integer"},
 		{"unknown kind", "imagenet:/data", tensor.Shape{4}, 10, 0, nil, "unknown kind"},
+		{"text for images", "text:" + cifarDir, tensor.Shape{3, 32, 32}, 10, 0, nil, "token sequences, for a language model"},
 		{"cifar10 without dir", "cifar10", tensor.Shape{3, 32, 32}, 10, 0, nil, "cifar10:DIR"},
 		{"cifar10", "cifar10:" + cifarDir, tensor.Shape{3, 32, 32}, 10, 5, tensor.Shape{3, 32, 32}, ""},
 		{"cifar10 more model classes", "cifar10:" + cifarDir, tensor.Shape{3, 32, 32}, 1000, 5, tensor.Shape{3, 32, 32}, ""},
@@ -315,7 +316,7 @@ func TestOpen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := Open(tc.spec, tc.shape, tc.classes, 1)
+			ds, err := Open(tc.spec, Input{Shape: tc.shape, Classes: tc.classes}, 1)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got error %v, want one containing %q", err, tc.wantErr)
@@ -339,11 +340,11 @@ func TestOpen(t *testing.T) {
 		})
 	}
 	// A flattened set reads the same values as the set itself.
-	flat, err := Open("mnist:"+mnistDir, tensor.Shape{784}, 10, 0)
+	flat, err := Open("mnist:"+mnistDir, Input{Shape: tensor.Shape{784}, Classes: 10}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	image, err := Open("mnist:"+mnistDir, tensor.Shape{1, 28, 28}, 10, 0)
+	image, err := Open("mnist:"+mnistDir, Input{Shape: tensor.Shape{1, 28, 28}, Classes: 10}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

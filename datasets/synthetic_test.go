@@ -8,11 +8,12 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// readAll reads the given indices of ds into fresh buffers.
+// readAll reads the given indices of ds into fresh buffers: sample k's
+// L labels at [k·L, (k+1)·L).
 func readAll(t *testing.T, ds Dataset, indices []int) ([]float32, []int32) {
 	t.Helper()
 	x := make([]float32, len(indices)*ds.Shape().Numel())
-	labels := make([]int32, len(indices))
+	labels := make([]int32, len(indices)*ds.LabelsPerSample())
 	if err := ds.Read(indices, x, labels); err != nil {
 		t.Fatalf("read %v: %v", indices, err)
 	}

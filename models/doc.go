@@ -15,8 +15,11 @@
 // (Arch.CheckSize), label (SizeRecord.Label) and record form
 // (SizeRecord, which run records and the predictor's keys embed whole):
 // a new size field is added here alone. Optimizers implement Optimizer,
-// are chosen by name (NewOptimizer, OptimizerNames) and keep their
-// per-parameter state in Param.State, in the Optimizer memory category.
+// are chosen by name (NewOptimizer, OptimizerNames), keep their
+// per-parameter state in Param.State, in the Optimizer memory category,
+// and their hyper-parameters in Hyper, whose record form
+// (OptimizerRecord, which run records embed whole) names them as torch
+// does.
 //
 // # Dependencies
 //

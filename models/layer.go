@@ -153,11 +153,21 @@ func joinName(parts ...string) string {
 
 // Params returns every parameter of l and its children with state_dict
 // names such as "layer1.0.conv1.weight", in state_dict order.
+//
+// A parameter that several layers share (a Tie: GPT-2's token embedding,
+// which its LM head reuses) is listed once, under the name of its first
+// use, as Hugging Face's safetensors files keep a tied tensor once: so
+// that whatever walks the list (Materialize, an optimizer's update,
+// ParamCount) touches each parameter once.
 func Params(l Layer) []NamedParam {
 	var out []NamedParam
+	seen := map[*Param]bool{}
 	Walk(l, func(path string, l Layer) {
 		for _, p := range l.Params() {
-			out = append(out, NamedParam{joinName(path, p.Name), p})
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, NamedParam{joinName(path, p.Name), p})
+			}
 		}
 	})
 	return out

@@ -2,6 +2,7 @@ package models
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/pipecast/pipecast/tensor"
@@ -15,13 +16,13 @@ import (
 // before, never part of it.
 func TestNoGradInput(t *testing.T) {
 	skips := map[string]bool{"mlp": true, "vgg16": true, "vgg16bn": true, "resnet50": true, "inceptionv3": true}
-	cases := append(splitLayerCases(), splitZooCases()...)
+	cases := slices.Concat(splitLayerCases(), splitZooCases(), decoderSplitCases())
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := newDevice(t)
 			seed := uint64(700 + i)
 			rng := newRand(seed + 1)
-			x, _ := uploadRand(dev, tensor.Boundary, rng, tc.in...)
+			x := tc.input(dev, rng)
 			defer x.Release()
 			var dxs [2]*tensor.Tensor
 			var grads [2][][]float32
@@ -70,10 +71,12 @@ func TestNoGradInput(t *testing.T) {
 }
 
 // skipsInputGrad reports whether l is a convolution or linear layer, the
-// layers that skip an unwanted input gradient.
+// layers that skip an unwanted input gradient, or a decoder's layer that
+// reads its input through linear layers alone (or, an embedding, has no
+// input gradient at all).
 func skipsInputGrad(l Layer) bool {
 	switch l.(type) {
-	case *Conv2D, *Linear:
+	case *Conv2D, *Linear, *PerToken, *Attention, *GatedMLP, *Embedding:
 		return true
 	}
 	return false

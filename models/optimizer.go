@@ -36,6 +36,8 @@ type Optimizer interface {
 type Hyper struct {
 	// SGD are torch.optim.SGD's.
 	SGD tensor.SGDParams
+	// AdamW are torch.optim.AdamW's.
+	AdamW tensor.AdamWParams
 }
 
 // DefaultOptimizer is the optimizer of runs that name none, and of
@@ -43,9 +45,51 @@ type Hyper struct {
 // with SGD.
 const DefaultOptimizer = "sgd"
 
-// optimizers are the constructors NewOptimizer knows, by name.
-var optimizers = map[string]func(Hyper) Optimizer{
-	"sgd": func(h Hyper) Optimizer { return NewSGD(h.SGD) },
+// OptimizerOf returns the optimizer that runs of model use when they name
+// none: the model's own (Arch.Optimizer), else DefaultOptimizer.
+func OptimizerOf(model string) string {
+	if a, err := LookupArch(model); err == nil && a.Optimizer != "" {
+		return a.Optimizer
+	}
+	return DefaultOptimizer
+}
+
+// optimizerKind is what the package knows of an optimizer by its name:
+// how to make one, and its hyper-parameters' record form both ways.
+type optimizerKind struct {
+	new func(Hyper) Optimizer
+	// record fills r with the hyper-parameters of h the optimizer reads;
+	// fromRecord sets those of h from r.
+	record     func(h Hyper, r *OptimizerRecord)
+	fromRecord func(r OptimizerRecord, h *Hyper)
+}
+
+// optimizers are the optimizers NewOptimizer knows, by name.
+var optimizers = map[string]optimizerKind{
+	"sgd": {
+		new: func(h Hyper) Optimizer { return NewSGD(h.SGD) },
+		record: func(h Hyper, r *OptimizerRecord) {
+			r.LR, r.Momentum, r.WeightDecay = decimal(h.SGD.LR), decimal(h.SGD.Momentum), decimal(h.SGD.WeightDecay)
+		},
+		fromRecord: func(r OptimizerRecord, h *Hyper) {
+			h.SGD.LR, h.SGD.Momentum, h.SGD.WeightDecay = float32(r.LR), float32(r.Momentum), float32(r.WeightDecay)
+		},
+	},
+	"adamw": {
+		new: func(h Hyper) Optimizer { return NewAdamW(h.AdamW) },
+		record: func(h Hyper, r *OptimizerRecord) {
+			p := h.AdamW
+			r.LR, r.WeightDecay, r.Eps = decimal(p.LR), decimal(p.WeightDecay), decimal(p.Eps)
+			r.Betas = []float64{decimal(p.Beta1), decimal(p.Beta2)}
+		},
+		fromRecord: func(r OptimizerRecord, h *Hyper) {
+			p := &h.AdamW
+			p.LR, p.WeightDecay, p.Eps = float32(r.LR), float32(r.WeightDecay), float32(r.Eps)
+			if len(r.Betas) == 2 {
+				p.Beta1, p.Beta2 = float32(r.Betas[0]), float32(r.Betas[1])
+			}
+		},
+	},
 }
 
 // OptimizerNames returns the names NewOptimizer knows, sorted.
@@ -61,11 +105,11 @@ func OptimizerNames() []string {
 // NewOptimizer returns the optimizer called name, with its
 // hyper-parameters from h.
 func NewOptimizer(name string, h Hyper) (Optimizer, error) {
-	newOpt, ok := optimizers[name]
+	kind, ok := optimizers[name]
 	if !ok {
 		return nil, fmt.Errorf("optimizer %q: unknown, want one of %s", name, strings.Join(OptimizerNames(), ", "))
 	}
-	return newOpt(h), nil
+	return kind.new(h), nil
 }
 
 // stateFor returns p's optimizer state of the given number of slots and

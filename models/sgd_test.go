@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,7 +211,8 @@ func TestNewOptimizer(t *testing.T) {
 	}{
 		{"sgd with momentum", "sgd", Hyper{SGD: sgd}, 1, ""},
 		{"sgd without momentum", "sgd", Hyper{SGD: tensor.SGDParams{LR: 0.1}}, 0, ""},
-		{"unknown", "adamw", Hyper{SGD: sgd}, 0, `optimizer "adamw": unknown, want one of sgd`},
+		{"adamw", "adamw", Hyper{SGD: sgd, AdamW: tensor.DefaultAdamW()}, 2, ""},
+		{"unknown", "lamb", Hyper{SGD: sgd}, 0, `optimizer "lamb": unknown, want one of adamw, sgd`},
 		{"empty", "", Hyper{SGD: sgd}, 0, `optimizer "": unknown`},
 	}
 	for _, tc := range tests {
@@ -231,8 +233,17 @@ func TestNewOptimizer(t *testing.T) {
 			if got := opt.Slots(); got != tc.wantSlots {
 				t.Errorf("Slots: got %d, want %d", got, tc.wantSlots)
 			}
-			if sgd, ok := opt.(*SGD); !ok || sgd.SGDParams != tc.h.SGD {
-				t.Errorf("got %#v, want an SGD with %+v", opt, tc.h.SGD)
+			switch o := opt.(type) {
+			case *SGD:
+				if o.SGDParams != tc.h.SGD {
+					t.Errorf("got an SGD with %+v, want %+v", o.SGDParams, tc.h.SGD)
+				}
+			case *AdamW:
+				if o.AdamWParams != tc.h.AdamW {
+					t.Errorf("got an AdamW with %+v, want %+v", o.AdamWParams, tc.h.AdamW)
+				}
+			default:
+				t.Errorf("got %#v, want an SGD or an AdamW", opt)
 			}
 		})
 	}
@@ -242,7 +253,7 @@ func TestNewOptimizer(t *testing.T) {
 // that goes by it.
 func TestOptimizerNames(t *testing.T) {
 	names := OptimizerNames()
-	if len(names) == 0 || names[0] != "sgd" {
+	if !slices.Contains(names, DefaultOptimizer) {
 		t.Fatalf("got %q, want a list holding sgd", names)
 	}
 	for _, name := range names {

@@ -13,7 +13,10 @@ import "github.com/pipecast/pipecast/tensor"
 // by-products of the same reductions (and so does the host code of its
 // evaluation backward), so both stay in B and it defers nothing.
 // Parameter-free layers defer nothing either. Containers split by
-// splitting their children.
+// splitting their children. Of the decoder transformers' layers, the
+// embeddings defer their weight gradients (an embedding's whole
+// backward, token ids having no gradient) and the layer and RMS norms
+// keep theirs in B, as batch norm does (norms.go says why).
 
 // WeightGrad is the deferred half of a split backward: what BackwardInput
 // kept to accumulate parameter gradients later.
@@ -52,6 +55,12 @@ var (
 	_ inputBackwarder = (*Sequential)(nil)
 	_ inputBackwarder = (*Residual)(nil)
 	_ inputBackwarder = (*Concat)(nil)
+	_ inputBackwarder = (*Embedding)(nil)
+	_ inputBackwarder = (*PositionEmbedding)(nil)
+	_ inputBackwarder = (*PerToken)(nil)
+	_ inputBackwarder = (*Attention)(nil)
+	_ inputBackwarder = (*GatedMLP)(nil)
+	_ inputBackwarder = (*DecoderLayer)(nil)
 )
 
 // weightGrads runs the works of a container's children in the order they
@@ -140,14 +149,16 @@ type paramsGrad struct {
 }
 
 // deferParams returns l's work on x and dy, taking over the caller's
-// reference to x and retaining dy, which the caller borrowed.
+// reference to x and retaining dy, which the caller borrowed. x is nil
+// for a layer whose parameter gradients need dy alone (GPT-2's position
+// embedding).
 func deferParams(l paramsKernel, x, dy *tensor.Tensor) *paramsGrad {
 	return &paramsGrad{l: l, x: x, dy: dy.Retain()}
 }
 
 // Run accumulates the parameter gradients and releases x and dy.
 func (w *paramsGrad) Run(p *Pass) {
-	if w.x == nil {
+	if w.dy == nil {
 		panic("models: weight gradient run after it ran or was released")
 	}
 	w.l.paramsBackward(p, w.x, w.dy)

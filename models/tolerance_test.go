@@ -19,6 +19,15 @@ const (
 	// 1e-6 of 2 still catches a weight decay of 1e-4 misapplied at
 	// learning rate 0.1, which moves a weight by 1e-5.
 	sgdTol = 1e-6
+
+	// adamwTol bounds weights and moments after a few float32 AdamW
+	// steps: each step rounds a handful of operations on values below
+	// 1.5, and the shared suite measured at most 4e-7 absolute on the
+	// weights and 3e-7 relative on exp_avg_sq (tensortest's
+	// tolerance_misc.go); 1e-6 of the largest weight still catches a
+	// weight decay of 0.1 misapplied at learning rate 0.01, which moves a
+	// weight by 1e-3 of itself.
+	adamwTol = 1e-6
 )
 
 // momentSE is how many standard errors a sample statistic may lie from

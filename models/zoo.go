@@ -27,6 +27,22 @@ type Config struct {
 	// Sizes are the mlp's layer widths, input first and classes last
 	// (default 784, 1024, 1024, 10).
 	Sizes []int
+
+	// Seq, Vocab and Layers size a language model (an Arch with Tokens)
+	// and are 0 for every other model, which ignores them. A language
+	// model's outputs are its vocabulary, a next-token distribution at
+	// every position: its Classes is its Vocab, whatever Classes was
+	// given, so that what reads Classes (the data's labels, the loss)
+	// reads the vocabulary.
+
+	// Seq is the sequence length: the tokens of one sample (default
+	// Tokens.Seq).
+	Seq int
+	// Vocab is the vocabulary size: token ids are 0 … Vocab−1 (default
+	// Tokens.Vocab).
+	Vocab int
+	// Layers is the number of decoder layers (default Tokens.Layers).
+	Layers int
 }
 
 // Arch describes one network of the zoo.
@@ -38,6 +54,16 @@ type Arch struct {
 	DefaultImage int
 	// MinImage is the smallest input size the network accepts.
 	MinImage int
+	// Tokens is set for a language model, whose input is a sequence of
+	// token ids (one sample: Config.Seq ids as float32 values) with a
+	// label at every position: it holds the defaults of Config's Seq,
+	// Vocab and Layers. A model without it (a CNN, the mlp) ignores
+	// those fields and records them as 0, as the mlp does the image.
+	Tokens *TokenSize
+	// Optimizer is the optimizer the model's runs use unless told
+	// otherwise (OptimizerOf): DefaultOptimizer when empty; AdamW for
+	// the transformers, as they are trained.
+	Optimizer string
 	build    func(b *Builder) ([]*Block, error)
 	defaults func(c *Config)
 }
@@ -181,6 +207,7 @@ func Resolved(name string, cfg Config) (Config, error) {
 }
 
 func (a Arch) resolve(cfg Config) Config {
+	cfg = a.resolveTokens(cfg)
 	if a.defaults != nil {
 		a.defaults(&cfg)
 	}
@@ -203,6 +230,9 @@ func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, 
 		return nil, fmt.Errorf("%s: %d classes: need at least 1", name, cfg.Classes)
 	case a.DefaultImage > 0 && cfg.Image < a.MinImage:
 		return nil, fmt.Errorf("%s: input size %d is below the smallest the network accepts, %d", name, cfg.Image, a.MinImage)
+	}
+	if err := a.checkTokens(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	b := &Builder{Dev: dev, Rng: rng, Config: cfg}
 	blocks, err := a.build(b)
@@ -259,13 +289,11 @@ func analyze(dev tensor.Device, counter tensor.MACCounter, m *Model) error {
 	return nil
 }
 
-// Params returns the model's trainable scalars.
+// Params returns the model's trainable scalars, a parameter that blocks
+// share (a Tie) counted once: blocks' Cost.Params each count it, since
+// each stage holding one of its uses holds a copy.
 func (m *Model) Params() int64 {
-	var n int64
-	for _, b := range m.Blocks {
-		n += b.Cost.Params
-	}
-	return n
+	return int64(ParamCount(m.Net))
 }
 
 // MACs returns the forward multiply-accumulates per sample.
@@ -351,4 +379,20 @@ func (b *Builder) Dropout(p float32) *Dropout {
 // e.g. Child{"features.0", conv}.
 func (b *Builder) Block(name string, children ...Child) *Block {
 	return &Block{Name: name, Layer: NewSequential(children...)}
+}
+
+// RandomInput returns n samples of input the model takes, drawn from rng,
+// for measurements that need no real data: standard normal values for an
+// image or vector model, uniform token ids in [0, Vocab) for a language
+// model (whose embedding refuses anything else).
+func (m *Model) RandomInput(rng *rand.Rand, n int) []float32 {
+	in := make([]float32, n*m.Input.Numel())
+	for i := range in {
+		if m.Arch.Tokens != nil {
+			in[i] = float32(rng.IntN(m.Config.Vocab))
+		} else {
+			in[i] = float32(rng.NormFloat64())
+		}
+	}
+	return in
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
@@ -98,8 +100,9 @@ type FitReport struct {
 
 // MarshalJSON writes the key as one flat object under the fields' Go
 // names in their order, the size's fields in its place ({"Model": …,
-// "Image": …, "Classes": …, "Width": …, "Backend": …}), as reports of
-// validation have always shown it.
+// "Image": …, "Classes": …, "Width": …, "Backend": …}, a field the record
+// omits when zero left out alike), as reports of validation have always
+// shown it.
 func (k Key) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	field := func(name string, v any) error {
@@ -115,6 +118,12 @@ func (k Key) MarshalJSON() ([]byte, error) {
 	}
 	size := reflect.ValueOf(k.SizeRecord)
 	for i := range size.NumField() {
+		// A field a record omits when zero (a language model's, in a
+		// CNN's key) is omitted here too.
+		_, opts, _ := strings.Cut(size.Type().Field(i).Tag.Get("json"), ",")
+		if slices.Contains(strings.Split(opts, ","), "omitempty") && size.Field(i).IsZero() {
+			continue
+		}
 		if err := field(size.Type().Field(i).Name, size.Field(i).Interface()); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/schedule"
@@ -230,8 +231,21 @@ func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow,
 // peak, can differ by a message from one call to the next (coop at M = 4
 // by 24 KiB on the mlp); without costs to order them by, a plan orders
 // them evenly so that its ranking does not change between calls.
+//
+// The all-reduces of a model's tied parameters depend on the partition,
+// so the meta run of a model with ties is given the partition its
+// program was built for.
 func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error) {
-	prog, err := schedule.Build(cfg.Schedule)
+	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return nil, err
+	}
+	if len(model.Ties()) > 0 {
+		if cfg.Bounds, err = cfg.Partition(model, cfg.Stages(), nil); err != nil {
+			return nil, err
+		}
+	}
+	prog, err := cfg.Program(model, cfg.Bounds)
 	if err != nil {
 		return nil, err
 	}

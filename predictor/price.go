@@ -17,10 +17,17 @@ type opKey struct {
 	kind                      schedule.OpKind
 	stage, micro, shard, peer int
 	what                      schedule.Payload
+	// stages tells apart the all-reduces of a device that start at the
+	// same stage: fmt's form of Op.Stages, "" for an op without.
+	stages string
 }
 
 func keyOf(o schedule.Op) opKey {
-	return opKey{kind: o.Kind, stage: o.Stage, micro: o.Micro, shard: o.Shard, peer: o.Peer, what: o.What}
+	k := opKey{kind: o.Kind, stage: o.Stage, micro: o.Micro, shard: o.Shard, peer: o.Peer, what: o.What}
+	if o.Kind == schedule.AllReduce {
+		k.stages = fmt.Sprint(o.Stages)
+	}
+	return k
 }
 
 // pricedOp is an op's forecast: its duration, the bytes it moves and, for
@@ -112,6 +119,8 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 		p.nanos = s.c.Transfer("p2p", bytes)
 	case schedule.AllGather, schedule.AllToAll:
 		p.nanos = s.c.Transfer(o.Kind.String(), bytes)
+	case schedule.AllReduce:
+		p.nanos = s.allReduce(o, bytes)
 	case schedule.Update:
 		// The update steps every stage the device owns, as the fit
 		// measured it.
@@ -161,4 +170,20 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 	}
 	p.nanos += max(s.c.OpOverhead(o.Kind.String()), 0)
 	return nil
+}
+
+// allReduce prices AllReduce o, whose device received bytes: the other
+// members' parts, one a member, each the sum of a tied parameter's
+// gradients. Every member sends its part to each other and receives
+// theirs (worker.allReduce), all sends posted before the receives: with
+// two members one transfer each way at once, so the time of one
+// point-to-point transfer of a part; with n, n−1 of them in turn. A group
+// of one device moves nothing; summing its copies is priced at nothing,
+// like the hand-over between two stages of one device.
+func (s *simulation) allReduce(o schedule.Op, bytes int64) float64 {
+	others := len(s.prog.GroupOf(o)) - 1
+	if others < 1 {
+		return 0
+	}
+	return float64(others) * s.c.Transfer(TransferP2P, bytes/int64(others))
 }

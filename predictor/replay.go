@@ -3,6 +3,8 @@ package predictor
 import (
 	"fmt"
 
+	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/schedule"
 )
@@ -16,11 +18,7 @@ import (
 // measured median step time isolates what the simulator's logic adds or
 // misses from what the fitted costs do.
 func Replay(rec profiler.Record) (makespanNanos float64, err error) {
-	o, err := rec.Config.RecordOptions.Options()
-	if err != nil {
-		return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
-	}
-	prog, err := schedule.Build(o)
+	prog, err := recordProgram(&rec)
 	if err != nil {
 		return 0, fmt.Errorf("replay %s: %w", rec.ID, err)
 	}
@@ -54,6 +52,20 @@ func Replay(rec profiler.Record) (makespanNanos float64, err error) {
 		spans = append(spans, tl.Makespan)
 	}
 	return profiler.Median(spans), nil
+}
+
+// recordProgram returns the program the run of rec ran: its schedule's,
+// with the all-reduces of its model's tied parameters at its partition.
+func recordProgram(rec *profiler.Record) (*schedule.Program, error) {
+	cfg, err := config.FromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Program(model, cfg.Bounds)
 }
 
 // replayCosts returns each op's measured duration in one step, checking

@@ -8,7 +8,6 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
-	"github.com/pipecast/pipecast/schedule"
 )
 
 // Predict forecasts one training step of cfg from cost model c and
@@ -34,7 +33,10 @@ import (
 //   - Recv, AllGather, AllToAll: the fitted transfer time of the bytes the
 //     device receives, which the runner itself counts: memory and
 //     transfers come from one step of cfg on the meta backend (see
-//     PeakMemory).
+//     PeakMemory). AllReduce (the sum of a tied parameter's gradients):
+//     the fitted point-to-point time of one member's part, once for each
+//     other member (with two, one transfer each way, at once); nothing
+//     for a group of one device, whose copies are summed in place.
 //   - Forward, Recompute, Backward, Predict, Loss and Update are then
 //     multiplied by their kind's fitted scale (CostModel.Scale), which
 //     turns the typical times the lines fit into the mean time such ops
@@ -102,15 +104,12 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if want != c.Key {
 		return nil, fmt.Errorf("%s: the cost model describes %s", want, c.Key)
 	}
-	prog, err := schedule.Build(cfg.Schedule)
+	if cfg, err = partition(c, cfg, model, cfg.Stages()); err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	prog, err := cfg.Program(model, cfg.Bounds)
 	if err != nil {
 		return nil, err
-	}
-	if err := schedule.Check(prog); err != nil {
-		return nil, fmt.Errorf("schedule %s: %w", cfg.Schedule.Name, err)
-	}
-	if cfg, err = partition(c, cfg, model, prog.Stages); err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
 	}
 	return &simulation{c: c, cfg: cfg, model: model, prog: prog}, nil
 }

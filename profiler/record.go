@@ -222,13 +222,9 @@ type RunConfig struct {
 	Warmup       int     `json:"warmup"`
 	Seed         uint64  `json:"seed"`
 	Dataset      string  `json:"dataset"`
-	// Optimizer names the optimizer; a record without it trained with
-	// SGD, the only optimizer before they had names, so SGD's runs leave
-	// it out.
-	Optimizer   string  `json:"optimizer,omitempty"`
-	LR          float64 `json:"lr"`
-	Momentum    float64 `json:"momentum"`
-	WeightDecay float64 `json:"weight_decay"`
+	// OptimizerRecord is the optimizer by name (left out for SGD) and
+	// its hyper-parameters.
+	models.OptimizerRecord
 	// StragglerDevice's compute ran StragglerFactor times as long as it
 	// would have (an injected straggler); the factor is omitted, and 1,
 	// for a run without one.

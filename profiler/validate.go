@@ -122,6 +122,9 @@ func (c *RunConfig) validate() error {
 	if err := c.SizeRecord.Check(); err != nil {
 		return err
 	}
+	if err := c.OptimizerRecord.Check(); err != nil {
+		return err
+	}
 	return c.RecordOptions.Check()
 }
 

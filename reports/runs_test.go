@@ -14,19 +14,17 @@ import (
 // numbers are chosen so that every derived column is easy to check.
 func runsRecord(id, sched, checkpoint string, prefetch, k, m int, stepMs int64, peak int64) profiler.Record {
 	cfg := profiler.RunConfig{
-		Model:         "resnet50",
-		Batch:         16,
-		Balance:       "macs",
-		Threads:       1,
-		Steps:         3,
-		Warmup:        1,
-		Seed:          1,
-		Dataset:       "synthetic",
-		LR:            0.01,
-		Momentum:      0.9,
-		WeightDecay:   1e-4,
-		RecordOptions: schedule.RecordOptions{Devices: k, Micro: m, Schedule: sched, Checkpoint: checkpoint, Prefetch: prefetch},
-		SizeRecord:    models.SizeRecord{Image: 32, Classes: 10, Width: 0.25},
+		Model:           "resnet50",
+		Batch:           16,
+		Balance:         "macs",
+		Threads:         1,
+		Steps:           3,
+		Warmup:          1,
+		Seed:            1,
+		Dataset:         "synthetic",
+		OptimizerRecord: models.OptimizerRecord{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4},
+		RecordOptions:   schedule.RecordOptions{Devices: k, Micro: m, Schedule: sched, Checkpoint: checkpoint, Prefetch: prefetch},
+		SizeRecord:      models.SizeRecord{Image: 32, Classes: 10, Width: 0.25},
 	}
 	r := profiler.Record{
 		Schema: profiler.SchemaVersion, Kind: profiler.KindMeasured, ID: id, CreatedUTC: "2025-01-02T03:04:05Z",

@@ -34,10 +34,7 @@ func BlockTimes(cfg config.Config) ([]float64, error) {
 	}
 	defer m.Release()
 	mb := cfg.MicroBatchSize()
-	input := make([]float32, mb*m.Input.Numel())
-	for i := range input {
-		input[i] = float32(rng.NormFloat64())
-	}
+	input := m.RandomInput(rng, mb)
 	samples := make([][]float64, len(m.Blocks))
 	for rep := 0; rep <= blockTimeReps; rep++ {
 		x := tensor.FromHost(dev, tensor.Boundary, append(tensor.Shape{mb}, m.Input...), input)

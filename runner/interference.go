@@ -192,10 +192,7 @@ func newReplica(cfg config.Config, index, threads, mb int) (*replica, error) {
 	shape := append(tensor.Shape{mb}, m.Input...)
 	x := dev.Alloc(tensor.Boundary, shape...)
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(index)))
-	in := make([]float32, x.Len())
-	for i := range in {
-		in[i] = float32(rng.NormFloat64())
-	}
+	in := m.RandomInput(rng, mb)
 	dev.Upload(x, in)
 	return &replica{dev: dev, model: m, x: x, noise: in}, nil
 }

@@ -19,9 +19,12 @@ import (
 
 // Trainer trains one configuration on K devices, a step at a time.
 type Trainer struct {
-	cfg       config.Config
-	model     *models.Model // the description: blocks, shapes, costs
-	bounds    []int         // stage s holds blocks [bounds[s], bounds[s+1])
+	cfg    config.Config
+	model  *models.Model // the description: blocks, shapes, costs
+	bounds []int         // stage s holds blocks [bounds[s], bounds[s+1])
+	// ties are the model's tied parameters, whose copies the program's
+	// AllReduce ops sum the gradients of (see worker.allReduce).
+	ties      []models.Tie
 	program   *schedule.Program
 	loader    *datasets.Loader
 	workers   []*worker
@@ -56,25 +59,23 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	prog, err := schedule.Build(cfg.Schedule)
-	if err != nil {
-		return nil, err
-	}
-	if err := schedule.Check(prog); err != nil {
-		return nil, fmt.Errorf("schedule %s: %w", cfg.Schedule.Name, err)
-	}
 	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
 	if err != nil {
 		return nil, err
 	}
-	if group != nil && group.Size() != len(prog.Devices) {
-		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", len(prog.Devices), group.Size())
+	if k := cfg.Schedule.Devices; group != nil && group.Size() != k {
+		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", k, group.Size())
 	}
-	t := &Trainer{cfg: cfg, model: model, program: prog, group: group}
-	if t.bounds, err = t.sharedPartition(prog.Stages); err != nil {
+	t := &Trainer{cfg: cfg, model: model, group: group, ties: model.Ties()}
+	if t.bounds, err = t.sharedPartition(cfg.Stages()); err != nil {
 		return nil, err
 	}
-	ds, err := datasets.Open(cfg.Dataset, model.Input, model.Config.Classes, cfg.Seed)
+	// The program depends on the partition where the model ties
+	// parameters: their uses' stages sum their gradients.
+	if t.program, err = t.cfg.Program(model, t.bounds); err != nil {
+		return nil, err
+	}
+	ds, err := datasets.Open(cfg.Dataset, DataInput(model), cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +88,13 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	}
 	t.setRecording(true, false)
 	return t, nil
+}
+
+// DataInput is what model m takes, for datasets.Open to check data
+// against: its sample shape, its classes (a language model's vocabulary)
+// and whether its samples are token sequences.
+func DataInput(m *models.Model) datasets.Input {
+	return datasets.Input{Shape: m.Input, Classes: m.Config.Classes, Tokens: m.Arch.Tokens != nil}
 }
 
 // setRecording turns event recording on or off for the following steps,
@@ -180,7 +188,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	var batch *datasets.Batch
 	var err error
 	if len(t.devs) > 0 && tensor.IsSymbolic(t.devs[0]) {
-		batch = datasets.ShapeBatch(step, t.cfg.Batch, t.model.Input)
+		batch = datasets.ShapeBatch(step, t.cfg.Batch, t.model.Input, t.loader.Dataset().LabelsPerSample())
 	} else if batch, err = t.loader.Batch(step); err != nil {
 		return StepResult{}, err
 	}

@@ -227,6 +227,8 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 		return w.allGather(ctx, op)
 	case schedule.AllToAll:
 		return w.allToAll(ctx, op)
+	case schedule.AllReduce:
+		return w.allReduce(ctx, op)
 	case schedule.Update:
 		return 0, w.update()
 	}

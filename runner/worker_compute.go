@@ -62,7 +62,9 @@ func (w *worker) lossOp(op schedule.Op) error {
 		logits.Release()
 		return err
 	}
-	loss, dl := models.CrossEntropy(w.pass(true, lo), logits, labels, 1/float32(w.t.cfg.Batch))
+	// The mean over the mini-batch's labels: B·L, L a sample.
+	scale := 1 / float32(w.t.cfg.Batch*s.batch.PerSample)
+	loss, dl := models.CrossEntropy(w.pass(true, lo), logits, labels, scale)
 	logits.Release()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		dl.Release()

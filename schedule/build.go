@@ -24,11 +24,12 @@ import "fmt"
 //     (s, j) takes the output of the device's earlier Forward of (s−1, j)
 //     (a backward of (s, j) the input gradient of its earlier backward of
 //     (s+1, j)).
-//   - AllGather and AllToAll are collectives over the group of devices
-//     Groups[o.Group]: every device of the group has the group's
+//   - AllGather, AllToAll and AllReduce are collectives over the group of
+//     devices Groups[o.Group]: every device of the group has the group's
 //     collectives in the same order, no device outside it takes part, and
 //     none proceeds past one until every device of the group has reached
-//     it.
+//     it. Build adds no AllReduce: Program.Tie does, for a parameter that
+//     stages share, right before the Update of each of their owners.
 //   - Before its first op device k reads Loads[k] from the data loader:
 //     the owner of stage 0 the inputs its forwards slice micro-batches
 //     from, the owner of the last stage the labels its losses slice, and

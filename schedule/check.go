@@ -31,6 +31,10 @@ import (
 //     Backward or BackwardInput its output gradient (a Recv of it, the
 //     Loss on the last stage, or the device's own earlier backward of
 //     (s+1, j)), and a Send follows the op that produced what it sends;
+//   - an AllReduce names two or more stages in increasing order, its
+//     group is their owners, its Stage is the device's first of them, and
+//     it runs after every backward (split: backward-weight) of the
+//     device's stages among them, once per set of stages;
 //   - Update is every device's last op and appears once;
 //   - every group (Groups) holds distinct devices in increasing order,
 //     every collective names a group that holds its device and every
@@ -177,6 +181,8 @@ func (c *checker) opShape(k int, o Op) string {
 	case Send, Recv:
 		return c.transferShape(k, o, inStage, inMicro)
 	case AllGather, AllToAll:
+	case AllReduce:
+		return c.allReduceShape(k, o)
 	case Update:
 		if first := c.owned[k][0]; o.Stage != first {
 			return fmt.Sprintf("update of stage %d on device %d, want its first stage %d", o.Stage, k, first)

@@ -30,7 +30,7 @@ func (c *checker) groups() {
 // groupShape returns what is wrong with op o's group on device k, or "":
 // a collective names a group that holds k, any other op none.
 func (c *checker) groupShape(k int, o Op) string {
-	if !isCollective(o.Kind) {
+	if !o.Kind.Collective() {
 		if o.Group != None {
 			return fmt.Sprintf("group %d on a %s, which is no collective", o.Group, o.Kind)
 		}
@@ -52,7 +52,7 @@ func (c *checker) collectives() {
 	seq := func(k, g int) []Op {
 		var s []Op
 		for _, o := range c.p.Devices[k] {
-			if isCollective(o.Kind) && o.Group == g {
+			if o.Kind.Collective() && o.Group == g {
 				s = append(s, o)
 			}
 		}

@@ -41,7 +41,7 @@ func TestProgramLoadsAndGroups(t *testing.T) {
 		}
 		for k, ops := range p.Devices {
 			for _, o := range ops {
-				if want := None; isCollective(o.Kind) {
+				if want := None; o.Kind.Collective() {
 					if o.Group != 0 {
 						t.Errorf("%s device %d: %v in group %d, want 0", tt.o.Name, k, o, o.Group)
 					}

@@ -23,6 +23,7 @@ type deviceCheck struct {
 	st        [][]microState // st[stage][micro]; only owned stages are used
 	live      int            // pairs whose activations are kept
 	scattered bool           // the all-to-all has delivered every input
+	reduced   [][]int        // the stages of each all-reduce so far
 }
 
 // device checks the order of device k's ops: data dependencies, kept
@@ -70,6 +71,9 @@ func (d *deviceCheck) op(o Op, at func(string, ...any)) {
 	switch o.Kind {
 	case AllToAll:
 		d.scattered = true
+		return
+	case AllReduce:
+		d.allReduce(o, at)
 		return
 	case Recv:
 		if o.What == Activation {

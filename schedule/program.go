@@ -53,6 +53,14 @@ const (
 	// parameter gradients for Micro from what BackwardInput kept, and
 	// frees the micro-batch's activations.
 	BackwardWeight
+	// AllReduce sums the gradients of a parameter that the stages in
+	// Stages share (a models.Tie: GPT-2's embedding and LM head), each
+	// stage holding its own copy: every device of the op's group
+	// contributes the gradients of the copies its stages hold and ends
+	// with the sum in each of them. It runs after the device's last
+	// backward of those stages and before its Update; its Stage is the
+	// device's first stage in Stages. See Program.Tie.
+	AllReduce
 	numOpKinds
 )
 
@@ -85,6 +93,7 @@ var opKinds = [numOpKinds]struct {
 	Update:         {name: "update", computes: true, fitted: true},
 	BackwardInput:  {name: "backward-input", computes: true, blocks: true, fitted: true},
 	BackwardWeight: {name: "backward-weight", computes: true, blocks: true, fitted: true},
+	AllReduce:      {name: "allreduce", collective: true},
 }
 
 // OpKinds returns every op kind, in the order of their values.
@@ -176,7 +185,9 @@ type Op struct {
 	What Payload
 	// Keep is whether a Forward keeps its activations for the backward.
 	Keep bool
-	// Stages lists the stages an AllGather synchronises.
+	// Stages lists the stages an AllGather synchronises, or the stages
+	// whose shared parameter's gradients an AllReduce sums, in increasing
+	// order.
 	Stages []int
 	// Group is the index in Program.Groups of the devices a collective
 	// spans, None for every other op.
@@ -208,6 +219,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %s %d.%d peer %d", o.Kind, o.What, o.Stage, o.Micro, o.Peer)
 	case AllGather:
 		return fmt.Sprintf("allgather %v", o.Stages)
+	case AllReduce:
+		return fmt.Sprintf("allreduce %v", o.Stages)
 	default:
 		return o.Kind.String()
 	}
@@ -290,7 +303,8 @@ type Program struct {
 	// Groups are the sets of devices the collectives span, each in
 	// increasing device order; a collective op names its group by index
 	// (Op.Group). Coop with K ≥ 2 has one group, every device; the other
-	// schedules have no collectives and no groups.
+	// schedules have no collectives and no groups until Tie adds the
+	// owners of tied stages.
 	Groups [][]int
 }
 

@@ -62,10 +62,6 @@ func (k transferKey) String() string {
 	return fmt.Sprintf("%s %d.%d from device %d to device %d", k.what, k.stage, k.micro, k.from, k.to)
 }
 
-// isCollective reports whether ops of kind k synchronise the devices of
-// a group.
-func isCollective(k OpKind) bool { return k == AllGather || k == AllToAll }
-
 // Simulate runs program p as a discrete-event simulation in which op o of
 // device k takes cost(k, o) ≥ 0: each device runs its ops in order, a Recv
 // starts no earlier than the end of its matching Send (the i-th Recv of a
@@ -179,7 +175,7 @@ func (s *simulation) advance(k int) error {
 			}
 			s.taken[key] = n + 1
 			start = math.Max(start, s.sent[key][n])
-		case isCollective(o.Kind):
+		case o.Kind.Collective():
 			if s.inColl[k] {
 				return nil // already counted; a spurious wake-up
 			}
@@ -260,7 +256,7 @@ func (s *simulation) deadlock() error {
 		switch {
 		case o.Kind == Recv:
 			why = fmt.Sprintf(" for the send of %s", recvKey(k, o))
-		case isCollective(o.Kind):
+		case o.Kind.Collective():
 			// A device blocks in a collective only after advance checked
 			// its group.
 			why = fmt.Sprintf(", which %d of %d devices reached", len(s.arrived[o.Group]), len(s.p.GroupOf(o)))

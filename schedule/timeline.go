@@ -10,8 +10,7 @@ import (
 // ChartCost is the cost model of the charts in this package's docs: every
 // op that computes or synchronises (Forward, Recompute, Backward,
 // BackwardInput, BackwardWeight, Loss, Predict, AllGather, AllToAll,
-// Update) takes one tick, and Send and Recv
-// take none. Transfers get no width so that a chart shows the order of
+// AllReduce, Update) takes one tick, and Send and Recv take none. Transfers get no width so that a chart shows the order of
 // the compute and where the bubbles are; a Recv still cannot start before
 // its Send, so the dependencies they carry stay visible as idle ticks.
 func ChartCost(device int, op Op) float64 {
@@ -42,7 +41,7 @@ func Chart(p *Program) (string, error) {
 //	R0.1   recompute   B0.1  backward   L1  loss of micro-batch 1
 //	I0.1   backward-input (the split backward's B)   W0.1  backward-weight
 //	P0.s1  predict of stage 0 on shard 1
-//	AG     all-gather  A2A   all-to-all  U   update
+//	AG     all-gather  A2A   all-to-all  AR  all-reduce  U   update
 //	S0.1   send        Rv0.1 recv (of the sending stage's micro-batch 1)
 //
 // Rows have no trailing spaces, so a chart can be pasted into a Go doc
@@ -106,6 +105,8 @@ func cellLabel(o Op) string {
 		return "AG"
 	case AllToAll:
 		return "A2A"
+	case AllReduce:
+		return "AR"
 	case Update:
 		return "U"
 	case Send:

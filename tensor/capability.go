@@ -10,12 +10,15 @@ package tensor
 // touches only the backends that gain a fast kernel for it:
 //
 //  1. an interface in this file holds its kernels (SGDStepper,
-//     SGDBatcher, BatchNormReLUKernels, FiniteScreener);
+//     SGDBatcher, AdamWStepper, BatchNormReLUKernels, FiniteScreener);
 //  2. a package-level function beside it runs the device's kernel where
 //     the device implements the interface, and otherwise a fallback
 //     composed from Kernels (SGDStep from Copy, Scale and Axpy), which
 //     allocates its temporaries in the Workspace category and releases
-//     them before it returns, as a kernel does;
+//     them before it returns, as a kernel does. What Kernels cannot
+//     compose (AdamW's square root and division) falls back to a plain
+//     loop on host copies (AdamWSteps), exported beside it so that a
+//     backend's kernel can share it (AdamWStepIn);
 //  3. the backends with a fast kernel implement the interface and say so
 //     with a compile-time assertion (var _ tensor.SGDStepper =
 //     (*Device)(nil)); a backend without one runs the family through the
@@ -117,6 +120,18 @@ type SGDBatcher interface {
 	// same results value for value as the device's SGDStep. Callers use
 	// the function SGDSteps.
 	SGDSteps(steps []ParamStep, p SGDParams, zeroGrads bool)
+}
+
+// AdamWStepper is implemented by devices with a kernel for
+// torch.optim.AdamW's step (the CPU backend's). Callers use AdamWSteps,
+// which runs the step on host copies of the tensors on other devices.
+type AdamWStepper interface {
+	// AdamWSteps does, for every entry s of steps, one AdamW step of
+	// s.W (AdamWStepIn's update, its moments s.ExpAvg and s.ExpAvgSq, at
+	// step number s.Step) and then, with zeroGrads, Fill(s.G, 0), with
+	// the same results value for value as AdamWStepIn. It panics where
+	// an entry fails AdamWParamStep.Check.
+	AdamWSteps(steps []AdamWParamStep, p AdamWParams, zeroGrads bool)
 }
 
 // ParamStep is one parameter's part of a batched optimizer step: its

@@ -39,15 +39,16 @@
 // Kernels holds what every backend implements. A kernel family that only
 // some backends have a fast kernel for (an optimizer's step, a fused
 // pair of layers, a new layer) is an optional capability instead: an
-// interface in capability.go (SGDStepper, SGDBatcher,
+// interface in capability.go (SGDStepper, SGDBatcher, AdamWStepper,
 // BatchNormReLUKernels, FiniteScreener), and beside it a package-level
-// function (SGDStep, SGDSteps, BatchNormReLUTrain, FirstNonFiniteOn) that
-// runs the device's kernel where the device implements the interface and
-// otherwise a fallback composed from Kernels. A backend gains the family
-// by implementing the interface, and the shared suite tests both the
-// kernel and the fallback on every backend, so a new family changes no
-// backend that lacks it. capability.go says how one arrives, step by
-// step.
+// function (SGDStep, SGDSteps, AdamWSteps, BatchNormReLUTrain,
+// FirstNonFiniteOn) that runs the device's kernel where the device
+// implements the interface and otherwise a fallback composed from Kernels
+// (or, where Kernels cannot compose it, a loop on host copies). A backend
+// gains the family by implementing the interface, and the shared suite
+// tests both the kernel and the fallback on every backend, so a new
+// family changes no backend that lacks it. capability.go says how one
+// arrives, step by step.
 //
 // The package imports no backend. Backends are tested by one shared
 // suite, package tensortest.

@@ -35,12 +35,39 @@ func (s ModelSize) validate() error { return checkSizes(s.SizeVariants) }
 // config is the zoo configuration of model a at these sizes.
 func (s ModelSize) config(a models.Arch) models.Config { return s.Of(a)[0] }
 
-// image is the --image value, 0 when none was given.
-func (s ModelSize) image() int {
-	if len(s.Images) == 0 {
-		return 0
+// ignored says which size flags given a ignores, and why ("mlp takes
+// flat vectors: --image does not apply"; "resnet50 takes no token
+// sequences: --seq and --layers do not apply"), or "" when it takes them
+// all. A flag given as 0 asks for the default, which every model takes.
+func (s ModelSize) ignored(a models.Arch) string {
+	var whys []string
+	flags := map[string][]string{}
+	for _, sf := range models.SizeFlags() {
+		values := sf.Values(s.SizeVariants)
+		if len(values) == 0 || values[0] == "0" {
+			continue
+		}
+		if why := sf.Ignored(a); why != "" {
+			if flags[why] == nil {
+				whys = append(whys, why)
+			}
+			flags[why] = append(flags[why], "--"+sf.Name)
+		}
 	}
-	return s.Images[0]
+	notes := make([]string, len(whys))
+	for i, why := range whys {
+		f := flags[why]
+		verb := "does"
+		if len(f) > 1 {
+			verb = "do"
+		}
+		list := strings.Join(f[:len(f)-1], ", ")
+		if list != "" {
+			list += " and "
+		}
+		notes[i] = fmt.Sprintf("%s: %s%s %s not apply", why, list, f[len(f)-1], verb)
+	}
+	return strings.Join(notes, "; ")
 }
 
 // tooSmall says why a cannot take these sizes, or "" when it can.
@@ -74,7 +101,7 @@ func (s ModelSize) describe(a models.Arch) (*models.Model, error) {
 
 // summary names the sizes for a title: "input 64×64, 10 classes, width 1".
 func (s ModelSize) summary() string {
-	c := s.Of(models.Arch{DefaultImage: 1})[0].Record() // as a model that takes every field
+	c := s.Of(models.Arch{DefaultImage: 1})[0].Record() // as a model of images, which takes these fields
 	image, classes := "each model's default input", "default classes"
 	if c.Image > 0 {
 		image = fmt.Sprintf("input %d×%d", c.Image, c.Image)
@@ -181,8 +208,8 @@ func zooTable(size ModelSize) (*reports.Table, error) {
 	}
 	for _, a := range models.Archs() {
 		note := size.tooSmall(a)
-		if note == "" && a.DefaultImage == 0 && size.image() > 0 {
-			note = a.Name + " takes flat vectors: --image does not apply"
+		if note == "" {
+			note = size.ignored(a)
 		}
 		name := reports.String(a.Name)
 		if note != "" {

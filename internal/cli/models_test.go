@@ -513,7 +513,7 @@ func TestModelsErrors(t *testing.T) {
 		{name: "zero devices", args: append(part, "--model", "mlp", "--devices", "0"), want: "--devices 0: need at least 1"},
 		{name: "negative devices", args: append(part, "--model", "mlp", "--devices", "-1"), want: "--devices -1: need at least 1"},
 		{name: "unknown model", args: append(part, "--model", "resnet18", "--devices", "2"),
-			want: `--model: unknown model "resnet18" (the zoo has: inceptionv3, mlp, resnet50, vgg16, vgg16bn)`},
+			want: `--model: unknown model "resnet18" (the zoo has: gpt2, gpt2-large, gpt2-medium, gpt2-xl, inceptionv3, llama2-7b, mlp, resnet50, tinyllama-1.1b, vgg16, vgg16bn)`},
 		{name: "bad balance", args: append(part, "--model", "mlp", "--devices", "2", "--balance", "time"),
 			want: `invalid argument "time" for "--balance" flag: unknown balance "time" (want params|macs)`},
 		{name: "zero width", args: append(part, "--model", "mlp", "--devices", "2", "--width", "0"),

@@ -127,6 +127,8 @@ func TestDataSweep(t *testing.T) {
 	}
 	got := predictor.DataSweep(recs, keys[0])
 	got.Dataset, got.Seed = "", 0
+	// The mlp's record has no sequence, vocabulary or layers: 0, which
+	// the mlp ignores.
 	want := config.Sweep{
 		Models:       []string{"mlp"},
 		Batches:      []int{16},
@@ -137,7 +139,7 @@ func TestDataSweep(t *testing.T) {
 		Balance:      "time",
 		Threads:      1,
 		Backend:      "cpu",
-		SizeVariants: models.SizeVariants{Images: []int{0}, Classes: []int{keys[0].Classes}, Widths: []float64{0.25}},
+		SizeVariants: models.SizeVariants{Images: []int{0}, Classes: []int{keys[0].Classes}, Widths: []float64{0.25}, Seqs: []int{0}, Vocabs: []int{0}, Layers: []int{0}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)

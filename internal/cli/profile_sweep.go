@@ -8,6 +8,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/datasets"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner"
 )
 
 // expandSweep returns the configurations of every runnable combination
@@ -54,12 +55,13 @@ func checkDatasets(cfgs []config.Config) error {
 		if err != nil {
 			return err
 		}
-		data := fmt.Sprintf("%s %v %d", cfg.Dataset, m.Input, m.Config.Classes)
+		in := runner.DataInput(m)
+		data := fmt.Sprintf("%s %+v", cfg.Dataset, in)
 		if opened[data] {
 			continue
 		}
 		opened[data] = true
-		if _, err := datasets.Open(cfg.Dataset, m.Input, m.Config.Classes, cfg.Seed); err != nil {
+		if _, err := datasets.Open(cfg.Dataset, in, cfg.Seed); err != nil {
 			return &InputError{Err: fmt.Errorf("--dataset: %w (for %s)", err, cfg.Model)}
 		}
 	}

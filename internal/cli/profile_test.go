@@ -61,8 +61,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					Seed:         1,
 					Backend:      "cpu",
 					Transport:    "inprocess",
-					Optimizer:    "sgd",
-					LR:           0.01,
+					Optimizer:    "",
 					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}},
 				},
 				Steps: 5, Warmup: 1, Rounds: defaultRounds, Timeout: 10 * time.Minute,
@@ -328,6 +327,7 @@ func TestProfileBadDataset(t *testing.T) {
 		{"missing directory", "cifar10:" + missing, "no such file"},
 		{"unknown kind", "imagenet:" + missing, "unknown kind"},
 		{"bad sample count", "synthetic:0", "not a positive integer"},
+		{"text for a model of vectors", "text:" + missing, "text is token sequences, for a language model"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,7 +93,7 @@ func TestPlanConfigsVirtualStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := config.Config{Model: "mlp", ModelConfig: a.Sized(0, 0, 0.25), Batch: 8,
+	base := config.Config{Model: "mlp", ModelConfig: a.Sized(models.Config{Width: 0.25}), Batch: 8,
 		Schedule: schedule.Options{Devices: 1}, Balance: config.BalanceMACs, Backend: "cpu", Threads: 1, Dataset: "synthetic"}
 	space := predictor.PlanSpace{Base: base, Micro: []int{1, 2, 3}, Schedules: []string{schedule.OneF1B, schedule.Interleaved}, Variants: schedule.Variants{Virtual: []int{1, 3, 4}}}
 	cfgs, skips, err := space.Configs()

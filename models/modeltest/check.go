@@ -55,9 +55,34 @@ func CheckLayer(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pas
 // tiny Inception-v3 would take minutes.
 func CheckLayerSampled(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pass, in tensor.Shape, rng *rand.Rand, rtol, atol float64, samples int) {
 	t.Helper()
+	checkLayer(t, dev, l, pass, in, 0, rng, rtol, atol, samples)
+}
+
+// CheckTokenLayer is CheckLayer for a layer whose input is token ids
+// below vocab (an embedding, or a block that starts with one): x holds
+// random whole numbers, the layer must return no input gradient, and the
+// reference's central differences are taken in the parameters alone.
+func CheckTokenLayer(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pass, in tensor.Shape, vocab int, rng *rand.Rand, rtol, atol float64) {
+	t.Helper()
+	if vocab < 1 {
+		t.Fatalf("CheckTokenLayer: vocabulary %d", vocab)
+	}
+	checkLayer(t, dev, l, pass, in, vocab, rng, rtol, atol, 0)
+}
+
+// checkLayer is CheckLayerSampled on an input of token ids below vocab,
+// or of values in [−1, 1) when vocab is 0.
+func checkLayer(t testing.TB, dev tensor.Device, l models.Layer, pass models.Pass, in tensor.Shape, vocab int, rng *rand.Rand, rtol, atol float64, samples int) {
+	t.Helper()
 	pass.Dev, pass.Grad = dev, true
 	ref := newRefModel(pass, l)
-	x, xv := UploadRand(dev, tensor.Boundary, rng, in...)
+	var x *tensor.Tensor
+	var xv []float64
+	if vocab > 0 {
+		x, xv = UploadTokens(dev, tensor.Boundary, rng, vocab, in...)
+	} else {
+		x, xv = UploadRand(dev, tensor.Boundary, rng, in...)
+	}
 	defer x.Release()
 	wantShape, err := l.OutShape(in)
 	if err != nil {
@@ -78,7 +103,12 @@ func CheckLayerSampled(t testing.TB, dev tensor.Device, l models.Layer, pass mod
 
 	dx := l.Backward(&p, ctx, dy)
 	rdx := ref.backward(refTensor{wantShape, dyv})
-	if !dx.Shape().Equal(in) {
+	switch {
+	case vocab > 0 && dx != nil:
+		t.Fatalf("backward: got dx of shape %v for token ids, want none", dx.Shape())
+	case vocab == 0 && dx == nil:
+		t.Fatalf("backward: got no dx, want one of shape %v", in)
+	case vocab == 0 && !dx.Shape().Equal(in):
 		t.Fatalf("backward: got dx of shape %v, want %v", dx.Shape(), in)
 	}
 	want := map[*models.Param][]float64{}
@@ -87,7 +117,9 @@ func CheckLayerSampled(t testing.TB, dev tensor.Device, l models.Layer, pass mod
 		want[np.Param] = append([]float64(nil), ref.grads[np.Param]...)
 		floor = max(floor, MaxAbs(want[np.Param]))
 	}
-	CompareScaled(t, "dx", Host(dx), rdx.v, rtol, atol, floor)
+	if vocab == 0 {
+		CompareScaled(t, "dx", Host(dx), rdx.v, rtol, atol, floor)
+	}
 	for _, np := range models.Params(l) {
 		if np.Param.Grad == nil {
 			t.Errorf("%s: no gradient after backward", np.Name)
@@ -131,7 +163,7 @@ func CheckLayerSampled(t testing.TB, dev tensor.Device, l models.Layer, pass mod
 	CheckLive(t, dev, "activations after releasing y", tensor.Activations, 0)
 
 	if samples == 0 {
-		checkReferenceGradients(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor)
+		checkReferenceGradients(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor, vocab > 0)
 	} else {
 		checkReferenceGradientsSampled(t, pass, l, refTensor{in.Clone(), xv}, dyv, rdx.v, want, floor, rng, samples)
 	}
@@ -208,14 +240,16 @@ func checkBuffers(t testing.TB, l models.Layer, ref *refModel) {
 
 // checkReferenceGradients checks a fresh reference model of l against
 // central differences of its own forward: f = ⟨y(x, θ), dy⟩, whose
-// gradients with respect to x and to each parameter are dx and the
-// parameter gradients. floor is the largest gradient element, the scale
+// gradients with respect to x (unless x holds token ids) and to each
+// parameter are dx and the parameter gradients. floor is the largest gradient element, the scale
 // of the absolute tolerance (see CompareScaled).
-func checkReferenceGradients(t testing.TB, pass models.Pass, l models.Layer, x refTensor, dy, dx []float64, grads map[*models.Param][]float64, floor float64) {
+func checkReferenceGradients(t testing.TB, pass models.Pass, l models.Layer, x refTensor, dy, dx []float64, grads map[*models.Param][]float64, floor float64, ids bool) {
 	t.Helper()
 	ref := newRefModel(pass, l)
 	f := func() float64 { return dot(ref.forward(x).v, dy) }
-	CompareScaled(t, "reference dx against central differences", dx, numericGrad(f, x.v, fdStep), 0, fdTol, floor)
+	if !ids { // token ids are not differentiable
+		CompareScaled(t, "reference dx against central differences", dx, numericGrad(f, x.v, fdStep), 0, fdTol, floor)
+	}
 	for _, np := range models.Params(l) {
 		CompareScaled(t, "reference gradient of "+np.Name+" against central differences",
 			grads[np.Param], numericGrad(f, ref.values[np.Param], fdStep), 0, fdTol, floor)

@@ -20,8 +20,15 @@
 //     fresh model.
 //
 // CheckLayer, the check the gradient subtest runs on a whole network, is
-// also how single layers and blocks are tested. Tolerances are named
-// constants with a comment saying where they come from (tolerance.go).
+// also how single layers and blocks are tested; CheckTokenLayer is its
+// form for layers whose input is token ids (embeddings, a decoder's
+// input block), which have no input gradient. The mirrors of the decoder
+// transformers' layers (ref_transformer.go, ref_attention.go) write
+// their float64 arithmetic out themselves rather than call
+// tensor/reference, whose transformer functions are the kernels' own
+// references: a misreading of Hugging Face's definitions shared by a
+// kernel and its reference still shows. Tolerances are named constants
+// with a comment saying where they come from (tolerance.go).
 //
 // The package imports models, so tests that use it are in package
 // models_test.

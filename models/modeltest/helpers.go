@@ -51,6 +51,16 @@ func UploadRand(dev tensor.Device, cat tensor.Category, rng *rand.Rand, shape ..
 	return tensor.FromHost(dev, cat, shape, data), Widen(data)
 }
 
+// UploadTokens is UploadRand for token ids: whole numbers uniform in [0,
+// vocab), held as float32 as the embeddings read them.
+func UploadTokens(dev tensor.Device, cat tensor.Category, rng *rand.Rand, vocab int, shape ...int) (*tensor.Tensor, []float64) {
+	data := make([]float32, tensor.Shape(shape).Numel())
+	for i := range data {
+		data[i] = float32(rng.IntN(vocab))
+	}
+	return tensor.FromHost(dev, cat, shape, data), Widen(data)
+}
+
 // Compare fails the test unless every got[i] is within rtol·|want[i]| +
 // atol·max|want| of want[i]. The absolute part scales with the largest
 // expected value because float32 errors in sums and in cancelling

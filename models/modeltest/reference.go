@@ -120,6 +120,9 @@ func (m *refModel) build(l models.Layer) refLayer {
 		}
 		return r
 	}
+	if r := m.buildDecoder(l); r != nil {
+		return r
+	}
 	panic(fmt.Sprintf("modeltest: no reference for %T", l))
 }
 

@@ -10,8 +10,8 @@ func init() {
 }
 
 // workspaceModel is the tensor.WorkspaceModel of the "cpu" backend: the
-// kernels' policy as ConvWorkspaceElems and GemmWorkspaceElems write it
-// out.
+// kernels' policy as ConvWorkspaceElems, GemmWorkspaceElems and
+// AttentionWorkspaceElems write it out.
 type workspaceModel struct{}
 
 var _ tensor.WorkspaceModel = workspaceModel{}
@@ -24,4 +24,11 @@ func (workspaceModel) ConvWorkspaceElems(pass tensor.ConvPass, x, w, y tensor.Sh
 // GemmWorkspaceElems returns GemmWorkspaceElems of the product.
 func (workspaceModel) GemmWorkspaceElems(m, n, k, threads int) int {
 	return GemmWorkspaceElems(m, n, k, threads)
+}
+
+// AttentionWorkspaceElems returns AttentionWorkspaceElems of the
+// attention kernels: beyond tensor.WorkspaceModel, asked for by the meta
+// backend where a model has it.
+func (workspaceModel) AttentionWorkspaceElems(p tensor.AttentionParams, batch, threads int) int {
+	return AttentionWorkspaceElems(p, batch, threads)
 }

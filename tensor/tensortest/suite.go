@@ -38,7 +38,15 @@ func Run(t *testing.T, newDevice Factory) {
 		{"Dropout", testDropout},
 		{"SoftmaxCrossEntropy", testSoftmaxCrossEntropy},
 		{"SGD", testSGD},
+		{"AdamW", testAdamW},
 		{"FiniteScreen", testFiniteScreen},
+		{"Embedding", testEmbedding},
+		{"LayerNorm", testLayerNorm},
+		{"RMSNorm", testRMSNorm},
+		{"GELUTanh", testGELUTanh},
+		{"SwiGLU", testSwiGLU},
+		{"RoPE", testRoPE},
+		{"Attention", testAttention},
 	}
 	for _, threads := range threadCounts {
 		for _, tc := range tests {
