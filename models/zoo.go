@@ -64,8 +64,8 @@ type Arch struct {
 	// otherwise (OptimizerOf): DefaultOptimizer when empty; AdamW for
 	// the transformers, as they are trained.
 	Optimizer string
-	build    func(b *Builder) ([]*Block, error)
-	defaults func(c *Config)
+	build     func(b *Builder) ([]*Block, error)
+	defaults  func(c *Config)
 }
 
 // Block is the smallest piece a pipeline may split the model at: a layer
