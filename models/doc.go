@@ -5,9 +5,14 @@
 // a block is a layer made of layers), and parameter naming that follows
 // torch's state_dict.
 //
-// It also owns the model zoo (mlp, vgg16, vgg16bn, resnet50,
-// inceptionv3), their cost annotations, the partitioner and weight import
-// and export; each zoo model passes the shared suite of models/modeltest.
+// It also owns the model zoo — the CNNs (mlp, vgg16, vgg16bn, resnet50,
+// inceptionv3) and the decoder transformers (gpt2, gpt2-medium,
+// gpt2-large, gpt2-xl, tinyllama-1.1b, llama2-7b: embeddings, LayerNorm
+// and RMSNorm, causal self-attention with grouped-query attention and
+// rotary positions, GELU and SwiGLU MLPs, pre-norm decoder layers, LM
+// heads, GPT-2's embedding tied to its head: a Tie) — their cost
+// annotations, the partitioner and weight import and export; each zoo
+// model passes the shared suite of models/modeltest.
 //
 // # Families own their sizes, optimizers own their state
 //

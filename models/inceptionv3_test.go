@@ -83,7 +83,7 @@ func inceptionV3Case() modeltest.Case {
 		// left at torch's default (uniform, std 1/√(3·fan_in)) shows.
 		Init: modeltest.Init{
 			Config: models.Config{Width: 1.0 / 8, Image: 75, Classes: 10},
-			Rule: func(l models.Layer, param string) (modeltest.Dist, bool) {
+			Rule: func(_ string, l models.Layer, param string) (modeltest.Dist, bool) {
 				switch l := l.(type) {
 				case *models.Conv2D:
 					return modeltest.TruncNormal(0, 0.1, -2, 2), param == "weight"

@@ -41,7 +41,7 @@ func mlpCase() modeltest.Case {
 		// smallest tensor (the last bias) has ten values.
 		Init: modeltest.Init{
 			Config: models.Config{Sizes: []int{784, 1024, 1024, 10}},
-			Rule: func(l models.Layer, _ string) (modeltest.Dist, bool) {
+			Rule: func(_ string, l models.Layer, _ string) (modeltest.Dist, bool) {
 				if l, ok := l.(*models.Linear); ok {
 					return modeltest.TorchDefault(l.In), true
 				}

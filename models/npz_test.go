@@ -319,6 +319,43 @@ type failingWriter struct{}
 
 func (failingWriter) Write(p []byte) (int, error) { return 0, fmt.Errorf("disk full") }
 
+func TestNPZFieldConfig(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewNPZWriter(&buf, false)
+	config := []byte(`{"model_type": "gpt2", "n_layer": 2}`)
+	if err := w.FieldConfig(config); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Float32("w", tensor.Shape{1}, []float32{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.FieldConfig(config); err == nil || !strings.Contains(err.Error(), "two config.json") {
+		t.Errorf("a second config: got %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openNPZBytes(t, buf.Bytes())
+	if got, err := r.FieldConfig(); err != nil || !bytes.Equal(got, config) {
+		t.Errorf("FieldConfig: got %q, %v; want %q", got, err, config)
+	}
+	if keys := r.Keys(); len(keys) != 1 || keys[0] != "w" {
+		t.Errorf("keys: got %q, want the array alone", keys)
+	}
+	// Without one, none; a second entry of the name is no array.
+	if got, err := openNPZBytes(t, writeNPZ(t, false, npzArray{name: "w", shape: tensor.Shape{}, i64: []int64{1}})).FieldConfig(); got != nil || err != nil {
+		t.Errorf("no config: got %q, %v", got, err)
+	}
+	two := rawZip(t, entry(FieldConfigEntry, config), entry(FieldConfigEntry, config))
+	if _, err := OpenNPZ(bytes.NewReader(two), int64(len(two))); err == nil || !strings.Contains(err.Error(), "not a .npy array") {
+		t.Errorf("two config entries: got %v", err)
+	}
+	big := rawZip(t, entry(FieldConfigEntry, bytes.Repeat([]byte(" "), maxFieldConfig+1)))
+	if _, err := openNPZBytes(t, big).FieldConfig(); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Errorf("a config over the limit: got %v", err)
+	}
+}
+
 // FuzzOpenNPZ feeds arbitrary bytes to the reader: every outcome but a
 // panic or a hang is fine.
 func FuzzOpenNPZ(f *testing.F) {
@@ -327,10 +364,14 @@ func FuzzOpenNPZ(f *testing.F) {
 		npzArray{name: "n", shape: tensor.Shape{}, i64: []int64{3}}))
 	f.Add(writeNPZ(f, true, npzArray{name: "w", shape: tensor.Shape{3}, f32: []float32{1, 2, 3}}))
 	f.Add(rawZip(f, entry("w.npy", rawNPY("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", make([]byte, 8)))))
+	f.Add(rawZip(f, entry(FieldConfigEntry, []byte(`{"n_layer": 2}`))))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := OpenNPZ(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			return
+		}
+		if c, err := r.FieldConfig(); err == nil && len(c) > maxFieldConfig {
+			t.Fatalf("config.json of %d bytes", len(c))
 		}
 		for _, k := range r.Keys() {
 			if _, err := r.Info(k); err != nil {

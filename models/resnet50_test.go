@@ -86,7 +86,7 @@ func resNet50Case() modeltest.Case {
 		// enough values to tell fan_out from fan_in.
 		Init: modeltest.Init{
 			Config: models.Config{Width: 0.25, Image: 32},
-			Rule: func(l models.Layer, param string) (modeltest.Dist, bool) {
+			Rule: func(_ string, l models.Layer, param string) (modeltest.Dist, bool) {
 				switch l := l.(type) {
 				case *models.Conv2D:
 					c := l.Cfg

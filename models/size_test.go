@@ -171,7 +171,7 @@ func TestBuildTokenErrors(t *testing.T) {
 		{"sequence too long", Config{Seq: 1025}, "sequence length 1025 is longer than the model takes, 1024"},
 		{"negative sequence", Config{Seq: -1}, "sequence length -1: need at least 1"},
 		{"negative layers", Config{Layers: -2}, "layers -2: need at least 1"},
-		{"negative vocabulary", Config{Vocab: -3}, "-3 classes"},
+		{"negative vocabulary", Config{Vocab: -3}, "vocabulary -3: need at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,9 +56,12 @@ func (e StateEntry) Tensor() *tensor.Tensor {
 // StateDict returns l's parameters and buffers in exactly the order of
 // torch's Module.state_dict: for every module, depth first, its own
 // parameters, then its own buffers, then its children's entries. Names
-// are dotted paths; a child with an empty name adds no component. It
-// panics if two entries share a name, which only a wrongly assembled
-// layer tree can cause.
+// are dotted paths; a child with an empty name adds no component. A
+// parameter several layers share (a Tie) is one entry, under the name of
+// its first use, as Params lists it and as Hugging Face's safetensors
+// files keep a tied tensor (GPT-2's transformer.wte.weight, without
+// lm_head.weight). It panics if two entries share a name, which only a
+// wrongly assembled layer tree can cause.
 func StateDict(l Layer) []StateEntry {
 	var out []StateEntry
 	seen := map[string]bool{}
@@ -69,8 +72,13 @@ func StateDict(l Layer) []StateEntry {
 		seen[e.Name] = true
 		out = append(out, e)
 	}
+	tied := map[*Param]bool{}
 	Walk(l, func(path string, l Layer) {
 		for _, p := range l.Params() {
+			if tied[p] {
+				continue
+			}
+			tied[p] = true
 			add(StateEntry{Name: joinName(path, p.Name), Shape: p.Value.Shape().Clone(), Kind: Float32Tensor, Param: p})
 		}
 		for _, b := range l.Buffers() {
@@ -159,7 +167,8 @@ func (e *StateDictError) Error() string {
 // it was. The arrays an export records beside its state_dict (see
 // IsExportKey) are always skipped, so an export loads as it is; since
 // they can never be state_dict names there is no option to refuse them.
-// float64 arrays load rounded to float32.
+// float64 arrays load rounded to float32; float16 and bfloat16 arrays (a
+// .safetensors file's) exactly.
 func LoadStateDict(l Layer, src StateSource) error {
 	_, err := loadStateDict(l, src)
 	return err
@@ -191,7 +200,8 @@ func loadStateDict(l Layer, src StateSource) (converted []string, err error) {
 			return nil, err
 		}
 		wantType := DTypeFloat32
-		typeOK := info.DType == DTypeFloat32 || info.DType == DTypeFloat64
+		typeOK := info.DType == DTypeFloat32 || info.DType == DTypeFloat64 ||
+			info.DType == DTypeFloat16 || info.DType == DTypeBFloat16
 		if e.Kind == Int64Scalar {
 			wantType, typeOK = DTypeInt64, info.DType == DTypeInt64
 		}

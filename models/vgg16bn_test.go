@@ -179,7 +179,7 @@ func vggSizes() []modeltest.Size {
 // the two differ.
 var vggInit = modeltest.Init{
 	Config: models.Config{Width: 0.25},
-	Rule: func(l models.Layer, param string) (modeltest.Dist, bool) {
+	Rule: func(_ string, l models.Layer, param string) (modeltest.Dist, bool) {
 		switch l := l.(type) {
 		case *models.Conv2D:
 			if param == "bias" {

@@ -9,7 +9,8 @@ import (
 
 // zooCases describe every network of the zoo to the suite.
 func zooCases() []modeltest.Case {
-	return []modeltest.Case{mlpCase(), vgg16BNCase(), vgg16Case(), resNet50Case(), inceptionV3Case()}
+	cnns := []modeltest.Case{mlpCase(), vgg16BNCase(), vgg16Case(), resNet50Case(), inceptionV3Case()}
+	return append(cnns, transformerCases()...)
 }
 
 // TestZoo runs the suite on every network of the zoo.

@@ -11,28 +11,39 @@ import (
 // Case describes one zoo model to Run: how to build it small, and the
 // facts that are its own. Zero fields are not checked, or take the
 // defaults their comments give.
+//
+// The suite runs CNNs, the mlp and language models alike; which one a
+// model is, it asks the model (its Arch has Tokens: a language model),
+// and the Case must agree (Full.Seq set for a language model alone). A
+// language model's input is token ids below its vocabulary, its labels
+// one a position, its logits [B, S, Vocab] and its loss the mean over
+// the B·S positions; its classes are its vocabulary.
 type Case struct {
 	// Model is the zoo name, as models.Build takes it.
 	Model string
-	// Config is a small configuration (narrow, at a small input) that
-	// the subtests which run the model build at unless their own field
-	// says otherwise, so that each takes well under a second.
+	// Config is a small configuration (narrow, at a small input; a
+	// language model's short sequence, small vocabulary and few layers)
+	// that the subtests which run the model build at unless their own
+	// field says otherwise, so that each takes well under a second.
 	Config models.Config
 	// Batch is the number of samples those subtests run (default 2:
 	// training-mode batch norm needs more than one value per channel).
 	Batch int
 
-	// Full is what Describe gives at torchvision's configuration.
+	// Full is what Describe gives at the reference configuration:
+	// torchvision's network, or Hugging Face's model.
 	Full Full
 	// Sizes are other configurations and what Describe gives at them.
 	Sizes []Size
 	// Head names the parameters whose first dimension is the number of
-	// classes: changing the classes changes these and nothing else.
+	// classes — a language model's vocabulary: changing it changes
+	// these (the token embedding and lm_head) and nothing else.
 	Head []string
-	// Names are the facts of the state_dict at torchvision's
+	// Names are the facts of the state_dict at the reference
 	// configuration.
 	Names Names
-	// Init says how torchvision initialises the model.
+	// Init says how the reference library (torchvision, Hugging Face's
+	// _init_weights) initialises the model.
 	Init Init
 	// Step tunes the training step against the float64 reference.
 	Step Step
@@ -40,14 +51,24 @@ type Case struct {
 	Grad Grad
 }
 
-// Full is what Describe gives at torchvision's configuration,
+// Full is what Describe gives at the reference configuration,
 // models.Config{}.
 type Full struct {
 	// Classes and Image are the defaults Describe fills in (Image 0 for a
-	// model that takes flat vectors).
+	// model that takes flat vectors); both 0 for a language model, whose
+	// classes are its Vocab.
 	Classes, Image int
 	// MinImage is the smallest input the network accepts (Arch.MinImage).
 	MinImage int
+	// Seq, Vocab and DecoderLayers are a language model's defaults of
+	// Config's Seq, Vocab and Layers, its config.json's (GPT-2's
+	// n_positions, vocab_size, n_layer), which Describe fills in; 0 for
+	// any other model. Seq set is what makes the Case a language
+	// model's.
+	Seq, Vocab, DecoderLayers int
+	// MaxSeq is the longest sequence a language model takes (its
+	// learned positions; Arch.Tokens.MaxSeq), 0 for any length.
+	MaxSeq int
 	// Input is the shape of one sample.
 	Input tensor.Shape
 	// Params and MACs are the trainable scalars and the forward's
@@ -66,8 +87,8 @@ type Full struct {
 }
 
 // Stage is one block, or the blocks named Name+".…" (a torchvision
-// top-level module such as resnet's "layer1"), with what they cost
-// together.
+// top-level module such as resnet's "layer1", a transformer's
+// "transformer.h"), with what they cost together.
 type Stage struct {
 	Name string
 	// Out is the output shape of every block of the stage.
@@ -92,12 +113,14 @@ type Size struct {
 	Err string
 }
 
-// Names are the facts of the state_dict at torchvision's configuration.
+// Names are the facts of the state_dict at the reference configuration.
 type Names struct {
-	// Params and Buffers count the parameters and buffers.
+	// Params and Buffers count the parameters and buffers (a tied
+	// parameter once).
 	Params, Buffers int
-	// Golden is the path of a file listing torchvision's state_dict, one
-	// "name [shape]" line per entry ("#" starts a comment), or "".
+	// Golden is the path of a file listing the reference library's
+	// state_dict (torchvision's, Hugging Face's), one "name [shape]" line
+	// per entry ("#" starts a comment), or "".
 	Golden string
 	// Slices are runs of names that must be as given.
 	Slices []Slice
@@ -124,15 +147,18 @@ type Slice struct {
 	Want  []string
 }
 
-// Init says how torchvision initialises the model.
+// Init says how the reference library initialises the model.
 type Init struct {
 	// Config is what to build at (Case.Config when zero): wide enough
 	// that every tensor's sample tells the distribution from a wrong one.
 	Config models.Config
 	// Rule returns the distribution parameter param ("weight", "bias")
-	// of layer l is drawn from. Batch norms it returns no rule for are
-	// torch's default: γ = 1, β = 0. Every other parameter needs one.
-	Rule func(l models.Layer, param string) (Dist, bool)
+	// of layer l, at state_dict path path ("transformer.h.0.attn.c_proj"),
+	// is drawn from: the path tells apart layers of one type that are
+	// drawn differently, as GPT-2's c_proj. Batch norms it returns no
+	// rule for are torch's default: γ = 1, β = 0. Every other parameter
+	// needs one. A tied parameter is asked for once, at its first use.
+	Rule func(path string, l models.Layer, param string) (Dist, bool)
 }
 
 // Step tunes the training step.
@@ -140,8 +166,8 @@ type Step struct {
 	// Config is what to build at (Case.Config when zero).
 	Config models.Config
 	// Randomize, when set, changes the initial parameters before the
-	// step: batch norms' γ and β away from 1 and 0, which would hide
-	// their gradients' errors.
+	// step: batch norms' or layer norms' γ and β away from 1 and 0,
+	// which would hide their gradients' errors.
 	Randomize func(dev tensor.Device, l models.Layer, rng *rand.Rand)
 	// Seed seeds the generator that builds the model and draws the input
 	// and labels (default 52), which the measurements that tolerances
@@ -149,8 +175,9 @@ type Step struct {
 	Seed uint64
 	// OutTol and GradTol replace StepOutTol and StepGradTol when set.
 	OutTol, GradTol float64
-	// LossNear, when set, is how far the loss may be from log(classes):
-	// a network whose initial logits are small starts there.
+	// LossNear, when set, is how far the loss may be from log(classes)
+	// (a language model's log(vocab)): a network whose initial logits
+	// are small starts there.
 	LossNear float64
 }
 
@@ -181,8 +208,8 @@ type Grad struct {
 	// trivially equal to the reference's.
 	Alive float64
 	// BlockImage, when set, also checks every block on its own, in
-	// training mode, on images of this size (flat inputs as they are),
-	// with BlockSamples central differences.
+	// training mode, on images of this size (flat inputs and token
+	// sequences as they are), with BlockSamples central differences.
 	BlockImage, BlockSamples int
 }
 

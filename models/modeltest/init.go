@@ -64,7 +64,7 @@ func (d Dist) check(v []float32) error {
 }
 
 // torchBatchNorm is torch's default batch norm: γ = 1, β = 0.
-func torchBatchNorm(l models.Layer, param string) (Dist, bool) {
+func torchBatchNorm(_ string, l models.Layer, param string) (Dist, bool) {
 	if _, ok := l.(*models.BatchNorm2D); !ok {
 		return Dist{}, false
 	}
@@ -74,7 +74,7 @@ func torchBatchNorm(l models.Layer, param string) (Dist, bool) {
 // testInit checks every parameter against the distribution c.Init.Rule
 // gives, on its own and pooled with the others drawn from the same one,
 // and every batch norm's running statistics: mean 0, variance 1, no
-// batches tracked.
+// batches tracked. A tied parameter is checked once, at its first use.
 func testInit(t *testing.T, c *Case) {
 	dev := NewDevice(t)
 	m, err := models.Build(dev, c.Model, or(c.Init.Config, c.Config), NewRand(4))
@@ -88,15 +88,20 @@ func testInit(t *testing.T, c *Case) {
 	pooled := map[Dist][]float32{}
 	tensors := map[Dist]int{}
 	checked := 0
+	seen := map[*models.Param]bool{}
 	models.Walk(m.Net, func(path string, l models.Layer) {
 		for _, p := range l.Params() {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
 			name := path + "." + p.Name
 			d, ok := Dist{}, false
 			if c.Init.Rule != nil {
-				d, ok = c.Init.Rule(l, p.Name)
+				d, ok = c.Init.Rule(path, l, p.Name)
 			}
 			if !ok {
-				d, ok = torchBatchNorm(l, p.Name)
+				d, ok = torchBatchNorm(path, l, p.Name)
 			}
 			if !ok {
 				t.Errorf("%s: no initialisation rule for a %T's %s", name, l, p.Name)

@@ -11,7 +11,7 @@ import (
 	"github.com/pipecast/pipecast/models"
 )
 
-// testStateDict checks the state_dict at torchvision's configuration:
+// testStateDict checks the state_dict at the reference configuration:
 // names unique, Params and Buffers in StateDict's order, the counts, the
 // golden file and the slices of c.Names.
 func testStateDict(t *testing.T, c *Case) {
@@ -89,8 +89,9 @@ func pick(list []string, s Slice) []string {
 	return list[at : at+len(s.Want)]
 }
 
-// checkGolden compares the state_dict with the one torchvision's own
-// network has, entry for entry: names, order and shapes.
+// checkGolden compares the state_dict with the one the reference
+// library's own network has (torchvision's, Hugging Face's), entry for
+// entry: names, order and shapes.
 func checkGolden(t *testing.T, path string, sd []models.StateEntry) {
 	t.Helper()
 	want := readGolden(t, path)
@@ -100,11 +101,11 @@ func checkGolden(t *testing.T, path string, sd []models.StateEntry) {
 	}
 	for i := 0; i < min(len(got), len(want)); i++ {
 		if got[i] != want[i] {
-			t.Fatalf("entry %d: got %q, want %q (torchvision)", i, got[i], want[i])
+			t.Fatalf("entry %d: got %q, want %q (%s)", i, got[i], want[i], path)
 		}
 	}
 	if len(got) != len(want) {
-		t.Fatalf("got %d entries, want %d (torchvision); first difference at %d", len(got), len(want), min(len(got), len(want)))
+		t.Fatalf("got %d entries, want %d (%s); first difference at %d", len(got), len(want), path, min(len(got), len(want)))
 	}
 }
 

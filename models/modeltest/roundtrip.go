@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/tensor"
 )
 
 // testExportImport writes the state_dict of a model that has run one
 // training forward (so that running statistics and counters have moved
-// off their initial values) to an .npz archive, reads it back into a
-// fresh model with models.Import, and checks that every entry and the
-// evaluation forward are the same.
+// off their initial values) to an .npz archive in the field's format
+// (models.WriteStateDict: a tied parameter once, GPT-2's Conv1D weights
+// transposed, its config.json beside), reads it back into a fresh model
+// with models.Import, and checks that every entry and the evaluation
+// forward are the same.
 func testExportImport(t *testing.T, c *Case) {
 	dev := NewDevice(t)
 	rng := NewRand(6)
@@ -25,7 +26,7 @@ func testExportImport(t *testing.T, c *Case) {
 		m.Release()
 		CheckNoLeak(t, dev)
 	}()
-	x, _ := UploadRand(dev, tensor.Boundary, rng, append(tensor.Shape{c.batch()}, m.Input...)...)
+	x, _ := uploadInput(dev, rng, m, c.batch())
 	defer x.Release()
 	y, _ := m.Net.Forward(&models.Pass{Dev: dev, Train: true, Seed: 1}, x)
 	y.Release()
@@ -36,14 +37,9 @@ func testExportImport(t *testing.T, c *Case) {
 	var names []string
 	for _, e := range sd {
 		names = append(names, e.Name)
-		if e.Kind == models.Int64Scalar {
-			err = w.Int64(e.Name, e.Shape, []int64{*e.Buffer.Count})
-		} else {
-			err = w.Float32(e.Name, e.Shape, tensor.ToHost(e.Tensor()))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := models.WriteStateDict(w, m); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

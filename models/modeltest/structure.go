@@ -10,7 +10,7 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// testDescribe checks the model at torchvision's configuration against
+// testDescribe checks the model at the reference configuration against
 // c.Full, and the structure every model must have (checkChain).
 func testDescribe(t *testing.T, c *Case) {
 	m, err := models.Describe(c.Model, models.Config{})
@@ -18,11 +18,25 @@ func testDescribe(t *testing.T, c *Case) {
 		t.Fatal(err)
 	}
 	f := c.Full
+	if lm := isLanguage(m); lm != (f.Seq != 0) || (lm && (f.Classes != 0 || f.Image != 0)) {
+		t.Fatalf("the model is a language model: %v; the case gives Full.Seq %d, Classes %d, Image %d (a language model's Seq alone)",
+			lm, f.Seq, f.Classes, f.Image)
+	}
 	if a := m.Arch; a.DefaultImage != f.Image || a.MinImage != f.MinImage {
 		t.Errorf("arch: DefaultImage %d and MinImage %d, want %d and %d", a.DefaultImage, a.MinImage, f.Image, f.MinImage)
 	}
-	if cfg := m.Config; cfg.Classes != f.Classes || cfg.Image != f.Image || cfg.Width != 1 {
-		t.Errorf("defaults: got %d classes, image %d, width %v; want %d, %d, 1", cfg.Classes, cfg.Image, cfg.Width, f.Classes, f.Image)
+	classes := f.Classes
+	if isLanguage(m) {
+		classes = f.Vocab
+		if got := m.Arch.Tokens.MaxSeq; got != f.MaxSeq {
+			t.Errorf("arch: longest sequence %d, want %d", got, f.MaxSeq)
+		}
+	}
+	if cfg := m.Config; cfg.Classes != classes || cfg.Image != f.Image || cfg.Width != 1 {
+		t.Errorf("defaults: got %d classes, image %d, width %v; want %d, %d, 1", cfg.Classes, cfg.Image, cfg.Width, classes, f.Image)
+	}
+	if cfg := m.Config; cfg.Seq != f.Seq || cfg.Vocab != f.Vocab || cfg.Layers != f.DecoderLayers {
+		t.Errorf("defaults: got seq %d, vocab %d, %d layers; want %d, %d, %d", cfg.Seq, cfg.Vocab, cfg.Layers, f.Seq, f.Vocab, f.DecoderLayers)
 	}
 	if !m.Input.Equal(f.Input) {
 		t.Errorf("input: got %v, want %v", m.Input, f.Input)
@@ -90,7 +104,8 @@ func checkStage(t *testing.T, m *models.Model, s Stage) {
 
 // checkChain checks what every model must be: uniquely named blocks,
 // each taking the previous one's output, whose parameter counts add up to
-// the network's, with an output of four bytes per float32 element, and
+// the network's (a tied parameter, which every block that uses it
+// counts, once), with an output of four bytes per float32 element, and
 // with multiply-accumulates wherever a convolution or a linear layer is.
 func checkChain(t *testing.T, m *models.Model) {
 	t.Helper()
@@ -100,7 +115,17 @@ func checkChain(t *testing.T, m *models.Model) {
 	seen := map[string]bool{}
 	in := m.Input
 	var params int64
+	// A tied parameter is in the cost of every block that uses it, and
+	// in the network's once.
+	owner := map[*models.Param]bool{}
+	var copies int64
 	for _, b := range m.Blocks {
+		for _, np := range models.Params(b.Layer) {
+			if owner[np.Param] {
+				copies += int64(np.Param.Value.Len())
+			}
+			owner[np.Param] = true
+		}
 		if b.Name == "" || seen[b.Name] {
 			t.Errorf("block name %q: empty or not unique", b.Name)
 		}
@@ -123,8 +148,11 @@ func checkChain(t *testing.T, m *models.Model) {
 			t.Errorf("block %s: no multiply-accumulates counted", b.Name)
 		}
 	}
-	if got := int64(models.ParamCount(m.Net)); got != params || m.Params() != params {
-		t.Errorf("params: network %d, Params() %d, blocks %d", got, m.Params(), params)
+	if got := int64(models.ParamCount(m.Net)); got != params-copies || m.Params() != params-copies {
+		t.Errorf("params: network %d, Params() %d, blocks %d less %d of tied copies", got, m.Params(), params, copies)
+	}
+	if (copies > 0) != (len(m.Ties()) > 0) {
+		t.Errorf("%d tied parameters, but the blocks hold %d values of copies", len(m.Ties()), copies)
 	}
 	if m.ActivationBytes() <= 0 {
 		t.Errorf("activation bytes %d, want some", m.ActivationBytes())
@@ -149,12 +177,33 @@ func hasMACs(l models.Layer) bool {
 }
 
 // testSizes checks the configurations of c.Sizes, the ones no model
-// accepts, and that the classes change the head alone.
+// accepts, and that the classes (a language model's vocabulary) change
+// the head alone.
 func testSizes(t *testing.T, c *Case) {
-	sizes := append([]Size{
-		{Name: "negative classes", Config: models.Config{Classes: -1}, Err: "classes"},
-		{Name: "negative width", Config: models.Config{Width: -0.5}, Err: "width"},
-	}, c.Sizes...)
+	a, err := models.LookupArch(c.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	language := a.Tokens != nil
+	sizes := []Size{{Name: "negative width", Config: models.Config{Width: -0.5}, Err: "width"}}
+	if f := c.Full; !language {
+		sizes = append(sizes, Size{Name: "negative classes", Config: models.Config{Classes: -1}, Err: "classes"})
+	} else {
+		// A language model's classes are its vocabulary, whatever
+		// Classes says (checkHead); its own fields are checked instead.
+		sizes = append(sizes,
+			Size{Name: "negative sequence length", Config: models.Config{Seq: -1}, Err: "sequence length"},
+			Size{Name: "negative vocabulary", Config: models.Config{Vocab: -1}, Err: "vocabulary"},
+			Size{Name: "negative layers", Config: models.Config{Layers: -1}, Err: "layers"},
+			Size{Name: "one token", Config: models.Config{Seq: 1}},
+		)
+		if f.MaxSeq > 0 {
+			sizes = append(sizes,
+				Size{Name: "above the longest sequence", Config: models.Config{Seq: f.MaxSeq + 1}, Err: strconv.Itoa(f.MaxSeq)},
+				Size{Name: "the longest sequence", Config: models.Config{Seq: f.MaxSeq}})
+		}
+	}
+	sizes = append(sizes, c.Sizes...)
 	if f := c.Full; f.Image > 0 {
 		sizes = append(sizes, Size{Name: "negative image", Config: models.Config{Image: -1}, Err: "below the smallest"})
 		if f.MinImage > 1 {
@@ -200,6 +249,9 @@ func testSizes(t *testing.T, c *Case) {
 		})
 	}
 	t.Run("classes change the head alone", func(t *testing.T) { checkHead(t, c) })
+	if language {
+		t.Run("the sequence length changes no parameter", func(t *testing.T) { checkSeqNoParams(t, c) })
+	}
 }
 
 // hasBlock reports whether m has a block called name.
@@ -213,7 +265,9 @@ func hasBlock(m *models.Model, name string) bool {
 }
 
 // checkHead checks that another number of classes changes the first
-// dimension of the parameters c.Head names and no other shape.
+// dimension of the parameters c.Head names and no other shape. A
+// language model's classes are its vocabulary: Classes changes nothing
+// (checked too), Vocab its embedding and lm_head.
 func checkHead(t *testing.T, c *Case) {
 	full, err := models.Describe(c.Model, models.Config{})
 	if err != nil {
@@ -223,9 +277,24 @@ func checkHead(t *testing.T, c *Case) {
 	if full.Config.Classes == classes {
 		classes = 7
 	}
-	small, err := models.Describe(c.Model, models.Config{Classes: classes})
+	cfg := models.Config{Classes: classes}
+	if isLanguage(full) {
+		cfg = models.Config{Vocab: classes}
+		ignored, err := models.Describe(c.Model, models.Config{Classes: classes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ignored.Config.Classes; got != full.Config.Vocab {
+			t.Errorf("%d classes asked of a language model: got %d classes, want its vocabulary %d", classes, got, full.Config.Vocab)
+		}
+		checkSameParams(t, full, ignored, fmt.Sprintf("%d classes asked", classes))
+	}
+	small, err := models.Describe(c.Model, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if small.Config.Classes != classes {
+		t.Errorf("got %d classes, want %d", small.Config.Classes, classes)
 	}
 	head := map[string]bool{}
 	for _, name := range c.Head {
@@ -248,6 +317,39 @@ func checkHead(t *testing.T, c *Case) {
 	}
 	if found != len(c.Head) {
 		t.Errorf("found %d of the head's parameters %v", found, c.Head)
+	}
+}
+
+// checkSeqNoParams checks that a language model's sequence length
+// changes no parameter: GPT-2's learned positions are n_positions rows
+// whatever the sequence, Llama's rotary positions have none.
+func checkSeqNoParams(t *testing.T, c *Case) {
+	full, err := models.Describe(c.Model, models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := models.Describe(c.Model, models.Config{Seq: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !short.Input.Equal(tensor.Shape{8}) {
+		t.Errorf("input at seq 8: got %v, want [8]", short.Input)
+	}
+	checkSameParams(t, full, short, "seq 8")
+}
+
+// checkSameParams checks that b has a's parameters: names and shapes.
+func checkSameParams(t *testing.T, a, b *models.Model, what string) {
+	t.Helper()
+	pa, pb := models.Params(a.Net), models.Params(b.Net)
+	if len(pa) != len(pb) {
+		t.Fatalf("%s: got %d parameters, want %d", what, len(pb), len(pa))
+	}
+	for i := range pa {
+		if pa[i].Name != pb[i].Name || !pa[i].Param.Value.Shape().Equal(pb[i].Param.Value.Shape()) {
+			t.Errorf("%s: parameter %d is %s %v, want %s %v", what, i, pb[i].Name, pb[i].Param.Value.Shape(),
+				pa[i].Name, pa[i].Param.Value.Shape())
+		}
 	}
 }
 
