@@ -22,6 +22,8 @@ import (
 // arrays of float32, float64 and int64; anything else (Fortran order,
 // other element types, entries that are not .npy files) is an error,
 // never a guess. Corrupt or truncated archives give errors, not panics.
+// One entry beside the arrays is allowed: FieldConfigEntry, a model's
+// config.json (FieldConfig), which numpy.load returns as bytes.
 //
 // Entries are opened with npyio's npz reader and parsed with its npy
 // reader through a buffer, rather than with npz.Reader.Read: npyio
@@ -34,6 +36,7 @@ type NPZReader struct {
 	size   int64
 	files  map[string]*zip.File
 	keys   []string
+	config *zip.File // FieldConfigEntry, or nil
 	closer io.Closer
 }
 
@@ -58,6 +61,10 @@ func OpenNPZ(r io.ReaderAt, size int64) (*NPZReader, error) {
 	}
 	f := &NPZReader{zr: nr, size: size, files: map[string]*zip.File{}}
 	for _, zf := range zr.File {
+		if zf.Name == FieldConfigEntry && f.config == nil {
+			f.config = zf
+			continue
+		}
 		name, ok := strings.CutSuffix(zf.Name, ".npy")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("read npz: entry %q is not a .npy array", zf.Name)
@@ -104,6 +111,35 @@ func (f *NPZReader) Close() error {
 // Keys returns the names of the archive's arrays, without ".npy", in the
 // archive's order.
 func (f *NPZReader) Keys() []string { return append([]string(nil), f.keys...) }
+
+// maxFieldConfig bounds the config.json a reader accepts; Hugging
+// Face's take about a kilobyte.
+const maxFieldConfig = 1 << 20
+
+// FieldConfig returns the archive's config.json entry (see
+// WriteStateDict), or nil when it has none.
+func (f *NPZReader) FieldConfig() ([]byte, error) {
+	zf := f.config
+	if zf == nil {
+		return nil, nil
+	}
+	if zf.UncompressedSize64 > maxFieldConfig {
+		return nil, fmt.Errorf("read %s: %d bytes, over the %d a reader accepts", zf.Name, zf.UncompressedSize64, maxFieldConfig)
+	}
+	rc, err := zf.Open()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", zf.Name, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxFieldConfig+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", zf.Name, err)
+	}
+	if len(b) > maxFieldConfig {
+		return nil, fmt.Errorf("read %s: over the %d bytes a reader accepts", zf.Name, maxFieldConfig)
+	}
+	return b, nil
+}
 
 // Info returns the shape and element type of the array name.
 func (f *NPZReader) Info(name string) (ArrayInfo, error) {

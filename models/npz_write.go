@@ -20,6 +20,7 @@ type NPZWriter struct {
 	zw     *zip.Writer
 	method uint16
 	names  map[string]bool
+	config bool // FieldConfig wrote its entry
 	buf    []byte
 }
 
@@ -90,6 +91,23 @@ func (w *NPZWriter) Int64(name string, shape tensor.Shape, data []int64) error {
 			return fmt.Errorf("write %s.npy: %w", name, err)
 		}
 		data = data[n:]
+	}
+	return nil
+}
+
+// FieldConfig writes config, a model's config.json, as the archive's
+// entry FieldConfigEntry, which numpy.load returns as bytes.
+func (w *NPZWriter) FieldConfig(config []byte) error {
+	if w.config {
+		return fmt.Errorf("write npz: two %s entries", FieldConfigEntry)
+	}
+	w.config = true
+	f, err := w.zw.CreateHeader(&zip.FileHeader{Name: FieldConfigEntry, Method: w.method})
+	if err != nil {
+		return fmt.Errorf("write npz: %s: %w", FieldConfigEntry, err)
+	}
+	if _, err := f.Write(config); err != nil {
+		return fmt.Errorf("write npz: %s: %w", FieldConfigEntry, err)
 	}
 	return nil
 }

@@ -76,6 +76,7 @@ func registerDecoder(name, description string, tokens TokenSize, shape decoderSh
 		Tokens:      &tokens,
 		Optimizer:   "adamw",
 		build:       func(b *Builder) ([]*Block, error) { return buildDecoder(b, shape) },
+		field:       shape,
 	})
 }
 

@@ -66,6 +66,9 @@ type Arch struct {
 	Optimizer string
 	build     func(b *Builder) ([]*Block, error)
 	defaults  func(c *Config)
+	// field is how the family's files differ from its layers (hf.go);
+	// nil where they do not.
+	field fieldFormat
 }
 
 // Block is the smallest piece a pipeline may split the model at: a layer
@@ -226,7 +229,9 @@ func build(dev tensor.Device, name string, cfg Config, rng *rand.Rand) (*Model, 
 	switch {
 	case cfg.Width < 0 || math.IsNaN(cfg.Width) || math.IsInf(cfg.Width, 0):
 		return nil, fmt.Errorf("%s: width %v must be positive", name, cfg.Width)
-	case cfg.Classes < 1:
+	case a.Tokens == nil && cfg.Classes < 1:
+		// A language model's classes are its vocabulary, which
+		// checkTokens names when it is wrong.
 		return nil, fmt.Errorf("%s: %d classes: need at least 1", name, cfg.Classes)
 	case a.DefaultImage > 0 && cfg.Image < a.MinImage:
 		return nil, fmt.Errorf("%s: input size %d is below the smallest the network accepts, %d", name, cfg.Image, a.MinImage)

@@ -38,21 +38,29 @@ func newCmdModelsExport(streams *IOStreams) *cobra.Command {
 func newCmdModelsExportRun(streams *IOStreams, runF func(*ModelsExportOptions) error) *cobra.Command {
 	opts := &ModelsExportOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "export --model NAME --out FILE.npz",
-		Short: "Write a model's weights and one training step to a .npz file",
+		Use:   "export --model NAME --out FILE.npz|FILE.safetensors",
+		Short: "Write a model's weights and one training step to a .npz or .safetensors file",
 		Long: `Build a model with weights initialised from --seed and write, as a numpy
-.npz archive, its state_dict under torchvision's names (num_batches_tracked
-as int64 0-d arrays), then one training step: "input" (a batch drawn from
-N(0, 1)), "target" (classes drawn uniformly), and the "logits", the "loss"
-(mean cross entropy) and "grad.<name>" for every parameter after one
+.npz archive or a Hugging Face .safetensors file (by the extension of
+--out), its state_dict under the field's names (torchvision's for the CNNs,
+num_batches_tracked as int64 0-d arrays; the transformers library's for
+gpt2 and the Llamas, in its layouts: GPT-2's Conv1D weights [in, out], its
+lm_head.weight stored once as transformer.wte.weight, and its config.json
+as the .npz entry config.json or the safetensors metadata "config"), then
+one training step: "input" (a batch drawn from N(0, 1), or token ids
+[B, S] drawn uniformly), "target" (classes drawn uniformly, or the token
+after each position, [B, S]), and the "logits", the "loss" (mean cross
+entropy over every label) and "grad.<name>" for every parameter after one
 training-mode forward and backward. Dropout is off, so that torch can replay
-the step exactly (scripts/check_torchvision.py does).
+the step exactly (scripts/check_torchvision.py and
+scripts/check_transformers.py do).
 
 The file is written under a temporary name in the same directory and
 renamed at the end: a failure never leaves a partial file and leaves an
 existing file as it was.`,
 		Example: `  pipecast models export --model resnet50 --image 64 --out resnet50.npz
-  pipecast models import --model resnet50 --image 64 resnet50.npz`,
+  pipecast models import --model resnet50 --image 64 resnet50.npz
+  pipecast models export --model gpt2 --layers 4 --seq 64 --out gpt2.safetensors`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -67,6 +75,9 @@ existing file as it was.`,
 			}
 			if err := opts.Size.validate(); err != nil {
 				return err
+			}
+			if _, err := models.WeightFormatOf(opts.Out); err != nil {
+				return usageErrorf("--out %v", err)
 			}
 			if err := checkOutputFiles("out", opts.Out); err != nil {
 				return err
@@ -134,6 +145,10 @@ func modelsExportRun(opts *ModelsExportOptions) error {
 			return usageErrorf("--batch 1: %s has batch norm, which needs more than one sample in training mode", a.Name)
 		}
 	}
+	format, err := models.WeightFormatOf(opts.Out)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
 	dev, err := openDevice(opts.Threads)
 	if err != nil {
 		return err
@@ -142,7 +157,7 @@ func modelsExportRun(opts *ModelsExportOptions) error {
 	var res models.ExportResult
 	err = writeAtomically(opts.Out, func(w io.Writer) error {
 		var err error
-		res, err = models.Export(dev, models.ExportOptions{Model: a.Name, Config: cfg, Batch: opts.Batch, Seed: opts.Seed}, w)
+		res, err = models.Export(dev, models.ExportOptions{Model: a.Name, Config: cfg, Batch: opts.Batch, Seed: opts.Seed, Format: format}, w)
 		return err
 	})
 	if err != nil {
@@ -180,12 +195,20 @@ func newCmdModelsImport(streams *IOStreams) *cobra.Command {
 func newCmdModelsImportRun(streams *IOStreams, runF func(*ModelsImportOptions) error) *cobra.Command {
 	opts := &ModelsImportOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "import --model NAME FILE.npz",
-		Short: "Load a .npz state_dict into a model and check an export's step",
-		Long: `Load a state_dict saved as a numpy .npz archive (torchvision's names, as
-models export writes them or as numpy.savez writes a torch state_dict) into
-the model. Every missing, unexpected or mis-shaped tensor is listed and the
-command fails; float64 arrays are rounded to float32, with a note.
+		Use:   "import --model NAME FILE.npz|FILE.safetensors",
+		Short: "Load a .npz or .safetensors state_dict into a model and check an export's step",
+		Long: `Load a state_dict saved as a numpy .npz archive or a Hugging Face
+.safetensors file (by the file's extension) into the model: torchvision's
+names, as models export writes them or as numpy.savez writes a torch
+state_dict; for the transformers, the transformers library's names and
+layouts, as models export writes them or as its save_pretrained or
+safetensors' save_file write a GPT2LMHeadModel's or LlamaForCausalLM's
+state_dict (GPT-2's Conv1D weights are turned to pipecast's layout; a
+lm_head.weight beside transformer.wte.weight must equal it; a config.json
+in the file must agree with the model's --layers, --width, --vocab and
+family). Every missing, unexpected or mis-shaped tensor is listed and the
+command fails; float64 arrays are rounded to float32, with a note; float16
+and bfloat16 arrays load exactly.
 
 When the file is an export (it holds input, target, logits and loss), the
 command also replays the recorded training step on the loaded model and
@@ -203,6 +226,9 @@ batch norm) is compared against the model's largest gradient instead.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
+			if _, err := models.WeightFormatOf(opts.Path); err != nil {
+				return &UsageError{Err: err}
+			}
 			switch {
 			case opts.Model == "":
 				return usageErrorf("required flag --model not set")
@@ -253,7 +279,7 @@ func modelsImportRun(opts *ModelsImportOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := models.OpenNPZFile(opts.Path)
+	r, err := models.OpenWeightsFile(opts.Path)
 	if err != nil {
 		return &InputError{Err: err}
 	}
