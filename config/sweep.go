@@ -195,10 +195,11 @@ func (s Sweep) checkHyper() error {
 	return nil
 }
 
-// hyper returns the optimizers' hyper-parameters: DefaultHyper's, with
-// the sweep's values set on the chosen optimizer through its record
-// form, which names every optimizer's hyper-parameters.
-func (s Sweep) hyper(model string) models.Hyper {
+// Hyper returns the optimizers' hyper-parameters of model's
+// configurations: DefaultHyper's, with the sweep's values set on the
+// chosen optimizer (the model's own where Optimizer is "") through its
+// record form, which names every optimizer's hyper-parameters.
+func (s Sweep) Hyper(model string) models.Hyper {
 	base := DefaultHyper()
 	name := s.Optimizer
 	if name == "" {
@@ -283,7 +284,7 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 // combinations are the pipeline configurations of one sized model.
 func (s Sweep) combinations(model string, mc models.Config) []Config {
 	var out []Config
-	h := s.hyper(model)
+	h := s.Hyper(model)
 	for _, b := range s.Batches {
 		for _, k := range s.Devices {
 			for _, m := range s.Micro {

@@ -266,10 +266,7 @@ func (b *Baseline) Predict(cfg config.Config) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("baseline: %w", err)
 	}
-	k := Key{
-		Model: cfg.Model, SizeRecord: costs.config.Record(),
-		Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport),
-	}
+	k := configKey(cfg, costs.config.Record())
 	f, ok := b.fits[k]
 	if !ok {
 		return 0, fmt.Errorf("baseline: no records of %s", k)

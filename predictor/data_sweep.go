@@ -9,10 +9,11 @@ import (
 )
 
 // DataSweep returns the sweep of what recs hold for key: its sizes,
-// threads and backend, and every batch, device count, micro-batch count,
-// schedule and schedule option among its runs, each list sorted. The
-// balance is the data's where its runs agree, otherwise time; the data
-// set and seed are the first run's.
+// threads, backend and optimizer, and every batch, device count,
+// micro-batch count, schedule and schedule option among its runs, each
+// list sorted. The balance is the data's where its runs agree, otherwise
+// time; the data set, seed and the optimizer's hyper-parameters are the
+// first run's.
 func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	s := config.Sweep{
 		Models:    []string{key.Model},
@@ -20,6 +21,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		Backend:   key.Backend,
 		Transport: key.Transport,
 		Balance:   config.BalanceTime,
+		Optimizer: key.OptimizerName(),
 	}
 	s.SizeVariants.Add(key.SizeRecord)
 	var balances []string
@@ -32,6 +34,12 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		c := r.Config
 		if s.Dataset == "" {
 			s.Dataset, s.Seed = c.Dataset, c.Seed
+			if c.LR != 0 { // a record from before optimizers were recorded holds none
+				s.LR, s.WeightDecay, s.Betas = c.LR, &c.WeightDecay, c.Betas
+				if c.Eps != 0 {
+					s.Eps = &c.Eps
+				}
+			}
 		}
 		s.Batches = appendNew(s.Batches, c.Batch)
 		s.Devices = appendNew(s.Devices, c.Devices)

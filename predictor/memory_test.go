@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,14 +25,17 @@ func memoryConfig(name string, o schedule.Options) config.Config {
 // TestPeakMemoryMatchesCPU checks that the meta run's peaks are a real
 // CPU run's, category by category and device by device: both take the
 // runner's code path, and the CPU run's second step is the steady state
-// the meta run reports.
+// the meta run reports. The optimizer's state, allocated by the first
+// step's update, is part of it: SGD's momentum for the CNNs, AdamW's two
+// moments for the transformers.
 func TestPeakMemoryMatchesCPU(t *testing.T) {
-	tests := []struct {
+	type memoryCase struct {
 		name  string
 		model string
 		o     schedule.Options
 		batch int // 4 when zero
-	}{
+	}
+	tests := []memoryCase{
 		{name: "mlp single", model: "mlp", o: schedule.Options{Name: schedule.Single, Devices: 1, Micro: 2}},
 		{name: "resnet50 gpipe K=2", model: "resnet50", o: schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2}},
 		{name: "resnet50 coop K=2", model: "resnet50", o: schedule.Options{Name: schedule.Coop, Devices: 2, Micro: 2, Prefetch: 1}},
@@ -40,12 +44,25 @@ func TestPeakMemoryMatchesCPU(t *testing.T) {
 		{name: "resnet50 coop K=3", model: "resnet50", o: schedule.Options{Name: schedule.Coop, Devices: 3, Micro: 3, Prefetch: 1}, batch: 6},
 		{name: "vgg16bn 1f1b K=2", model: "vgg16bn", o: schedule.Options{Name: schedule.OneF1B, Devices: 2, Micro: 4}},
 	}
+	// The decoder transformers, trained by AdamW, whose two moments the
+	// step's update allocates: GPT-2 (its LM head tied to its embedding
+	// across the two devices) and Llama, small.
+	for _, model := range []string{"gpt2", "tinyllama-1.1b"} {
+		for _, o := range []schedule.Options{{Name: schedule.GPipe}, {Name: schedule.OneF1B}, {Name: schedule.ZBH1}} {
+			o.Devices, o.Micro = 2, 2
+			tests = append(tests, memoryCase{name: model + " " + o.Name + " K=2", model: model, o: o})
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if testing.Short() && tc.model != "mlp" {
+			lm := slices.Contains([]string{"gpt2", "tinyllama-1.1b"}, tc.model)
+			if testing.Short() && tc.model != "mlp" && !lm {
 				t.Skip("a CPU run of a convolutional network in -short mode")
 			}
 			cfg := memoryConfig(tc.model, tc.o)
+			if lm {
+				cfg.ModelConfig = models.Config{Width: 0.125, Seq: 16, Vocab: 64, Layers: 2}
+			}
 			if tc.batch != 0 {
 				cfg.Batch = tc.batch
 			}
@@ -84,6 +101,9 @@ func TestPeakMemoryMatchesCPU(t *testing.T) {
 							t.Errorf("device %d %s: peak %d bytes, want %d", d, tensor.Category(c), g, w)
 						}
 					}
+				}
+				if opt, grad := got[d].PeakBytes[tensor.Optimizer], got[d].PeakBytes[tensor.Gradients]; lm && opt != 2*grad {
+					t.Errorf("device %d: %d optimizer bytes, want AdamW's two moments of the %d gradient bytes", d, opt, grad)
 				}
 			}
 		})

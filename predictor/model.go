@@ -8,14 +8,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
 )
 
-// Key identifies what a cost model describes: one network at one size on
-// one backend with one number of threads per device. The predictor
-// forecasts other device counts, micro-batch counts, batches and
-// schedules of the same key, never another key.
+// Key identifies what a cost model describes: one network at one size,
+// trained by one optimizer, on one backend with one number of threads
+// per device. The predictor forecasts other device counts, micro-batch
+// counts, batches and schedules of the same key, never another key.
 type Key struct {
 	Model string
 	// SizeRecord is the model's size, its family's fields.
@@ -26,6 +27,10 @@ type Key struct {
 	// KeyTransport): MPI records forecast MPI runs, in-process records
 	// in-process ones.
 	Transport string `json:",omitempty"`
+	// Optimizer is the records' optimizer as records name it, "" for SGD
+	// (see KeyOptimizer): an update of AdamW, which reads and writes two
+	// moments a parameter, is not timed by SGD's runs, nor the other way.
+	Optimizer string `json:",omitempty"`
 }
 
 // KeyTransport is a transport as keys hold it: "" for in-process.
@@ -36,11 +41,40 @@ func KeyTransport(transport string) string {
 	return transport
 }
 
+// KeyOptimizer is an optimizer as keys hold it, as records name it: ""
+// for SGD (models.DefaultOptimizer), which records from before optimizers
+// had names trained with.
+func KeyOptimizer(name string) string {
+	if name == models.DefaultOptimizer {
+		return ""
+	}
+	return name
+}
+
+// OptimizerName is the optimizer a key's records trained with, by name
+// (KeyOptimizer's inverse): SGD for "".
+func (k Key) OptimizerName() string {
+	if k.Optimizer == "" {
+		return models.DefaultOptimizer
+	}
+	return k.Optimizer
+}
+
 // KeyOf returns the key of a record.
 func KeyOf(r *profiler.Record) Key {
 	return Key{
 		Model: r.Config.Model, SizeRecord: r.Config.SizeRecord,
 		Backend: r.Env.Backend, Threads: r.Config.Threads, Transport: KeyTransport(profiler.TransportOf(&r.Env)),
+		Optimizer: KeyOptimizer(r.Config.Optimizer),
+	}
+}
+
+// configKey returns the key of a configuration normalised by
+// config.Config.WithDefaults, whose model describes to size.
+func configKey(cfg config.Config, size models.SizeRecord) Key {
+	return Key{
+		Model: cfg.Model, SizeRecord: size, Backend: cfg.Backend, Threads: cfg.Threads,
+		Transport: KeyTransport(cfg.Transport), Optimizer: KeyOptimizer(cfg.Optimizer),
 	}
 }
 
@@ -49,6 +83,9 @@ func (k Key) String() string {
 	s := fmt.Sprintf("%s (%s) on %s with %d thread(s) per device", k.Model, k.SizeRecord.Describe(), k.Backend, k.Threads)
 	if k.Transport != "" {
 		s += ", one process per device over " + k.Transport
+	}
+	if k.Optimizer != "" {
+		s += ", trained by " + k.Optimizer
 	}
 	return s
 }
@@ -136,6 +173,11 @@ func (k Key) MarshalJSON() ([]byte, error) {
 	}
 	if k.Transport != "" {
 		if err := field("Transport", k.Transport); err != nil {
+			return nil, err
+		}
+	}
+	if k.Optimizer != "" {
+		if err := field("Optimizer", k.Optimizer); err != nil {
 			return nil, err
 		}
 	}

@@ -117,10 +117,14 @@ func planSkipReason(r config.Rule, cfg config.Config) string {
 }
 
 // PlanRow is one configuration of a plan: each device's peak memory by
-// category and, with a cost model, the forecast run.
+// category, what each device holds of the model and, with a cost model,
+// the forecast run.
 type PlanRow struct {
 	Config config.Config
 	Memory []tensor.MemStats
+	// Holdings[d] is what device d holds: its stages, their blocks and
+	// their parameters, at the partition its memory was replayed at.
+	Holdings []Holding
 	// Predicted is the forecast of Config (nil without a cost model).
 	Predicted *profiler.Record
 	// Rank is the row's place among those within the budget (1: the
@@ -207,8 +211,8 @@ func Plan(ctx context.Context, costs *CostModel, cfgs []config.Config, workers i
 // planRow is the row of one configuration.
 func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow, error) {
 	if costs == nil {
-		mem, err := evenPeakMemory(ctx, cfg)
-		return PlanRow{Config: cfg, Memory: mem}, err
+		mem, held, err := evenPeakMemory(ctx, cfg)
+		return PlanRow{Config: cfg, Memory: mem, Holdings: held}, err
 	}
 	rec, err := Predict(ctx, costs, cfg)
 	if err != nil {
@@ -221,43 +225,56 @@ func planRow(ctx context.Context, costs *CostModel, cfg config.Config) (PlanRow,
 			mem[d].PeakBytes[c] = dev.PeakBytesByCategory[tensor.Category(c).String()]
 		}
 	}
-	return PlanRow{Config: cfg, Memory: mem, Predicted: &rec}, nil
+	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return PlanRow{}, err
+	}
+	bounds := rec.Bounds()
+	prog, err := cfg.Program(model, bounds)
+	if err != nil {
+		return PlanRow{}, err
+	}
+	return PlanRow{Config: cfg, Memory: mem, Holdings: holdings(model, prog, bounds), Predicted: &rec}, nil
 }
 
 // evenPeakMemory is PeakMemory with the devices' ops interleaved as the
 // program runs when every compute op takes the same time and transfers
-// none (schedule.ChartCost). Free-running devices interleave as the
-// goroutines happen to, and what is in flight between them, and so a
-// peak, can differ by a message from one call to the next (coop at M = 4
-// by 24 KiB on the mlp); without costs to order them by, a plan orders
-// them evenly so that its ranking does not change between calls.
+// none (schedule.ChartCost), with what each device holds. Free-running
+// devices interleave as the goroutines happen to, and what is in flight
+// between them, and so a peak, can differ by a message from one call to
+// the next (coop at M = 4 by 24 KiB on the mlp); without costs to order
+// them by, a plan orders them evenly so that its ranking does not change
+// between calls.
 //
 // The all-reduces of a model's tied parameters depend on the partition,
 // so the meta run of a model with ties is given the partition its
-// program was built for.
-func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error) {
+// program was built for; any other runs the partition of its balance,
+// which is the one computed here.
+func evenPeakMemory(ctx context.Context, cfg config.Config) ([]tensor.MemStats, []Holding, error) {
 	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	bounds, err := cfg.Partition(model, cfg.Stages(), nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(model.Ties()) > 0 {
-		if cfg.Bounds, err = cfg.Partition(model, cfg.Stages(), nil); err != nil {
-			return nil, err
-		}
+		cfg.Bounds = bounds
 	}
-	prog, err := cfg.Program(model, cfg.Bounds)
+	prog, err := cfg.Program(model, bounds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tl, err := schedule.Simulate(prog, schedule.ChartCost)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ms, err := orderedMetaRun(ctx, cfg, tl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ms.memory(), nil
+	return ms.memory(), holdings(model, prog, bounds), nil
 }
 
 // RankPlan marks the rows whose largest device's peak exceeds budget

@@ -92,6 +92,9 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if cfg.Transport == "" && c.Key.Transport != "" {
 		cfg.Transport = c.Key.Transport
 	}
+	if cfg.Optimizer == "" {
+		cfg.Optimizer = c.Key.OptimizerName() // not the model's: the records'
+	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -100,7 +103,7 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := Key{Model: cfg.Model, SizeRecord: model.Config.Record(), Backend: cfg.Backend, Threads: cfg.Threads, Transport: KeyTransport(cfg.Transport)}
+	want := configKey(cfg, model.Config.Record())
 	if want != c.Key {
 		return nil, fmt.Errorf("%s: the cost model describes %s", want, c.Key)
 	}

@@ -40,6 +40,12 @@ type PlanOptions struct {
 	Variants schedule.Variants
 	Threads  int
 	SVG      string
+	// Train holds the optimizer flags (addOptimizerFlags): its
+	// Optimizer, LR, WeightDecay, Betas and Eps, and nothing else.
+	Train config.Sweep
+	// ByDevice prints every configuration's devices, a row each, in
+	// place of the plan's table.
+	ByDevice bool
 
 	MemoryBytes int64
 }
@@ -55,14 +61,22 @@ func NewCmdPlan(streams *IOStreams, runF func(*PlanOptions) error) *cobra.Comman
 		Use:   "plan [--model M] [--batch B] [--devices K] [flags]",
 		Short: "Pick the schedule, micro-batches and checkpointing under a memory budget",
 		Long: `Weigh every schedule for one model, batch and device count (by default
-profile's: resnet50 at 32×32 and width 0.25, batch 16, 2 devices): gpipe in each
+profile's: resnet50 at 32×32 and width 0.25, batch 16, 2 devices; a language
+model at its own width unless --width is given, and sized by --seq, --vocab and
+--layers), trained by the model's optimizer (--optimizer): gpipe in each
 checkpoint mode (never, except-last, always), coop at look-ahead 1 and 2,
 1f1b, interleaved at 2 and 4 chunks per device (--checkpoint, --prefetch
 and --virtual-stages list others), zb-h1, zb-h2, and single on
 one device, each at every micro-batch count of
 --microbatches that the batch splits into. Each configuration's peak
 memory per device, by category, comes from one step on the meta backend:
-exact, and without training. With --data (the runs.jsonl of measured
+exact, and without training: each device's weights, gradients and
+optimizer state (AdamW's two moments, SGD's momentum, allocated by the
+step's update) as well as its activations, boundaries, transfer buffers and
+kernel scratch. A second table shows the best configuration's devices, what
+blocks each holds and its peak in each category; --by-device prints that
+for every configuration in place of the plan (in every --output format).
+With --data (the runs.jsonl of measured
 runs of the same model and sizes, as pipecast predict takes) each is
 also forecast as pipecast predict forecasts it: step time, bubble and
 samples/s; one the data ran shows its measured step beside the forecast.
@@ -77,10 +91,13 @@ extrapolated. --svg FILE draws forecast step time against peak memory
 with the budget line (without --data: each configuration's peak as a
 bar).`,
 		Example: `  pipecast plan --model resnet50 --image 224 --width 1 --batch 32 --devices 4
+  pipecast plan --model llama2-7b --seq 4096 --batch 8 --devices 8 --memory 80GiB
+  pipecast plan --model gpt2 --seq 128 --layers 4 --width 0.25 --devices 2 --by-device --output json
   pipecast plan --model mlp --batch 16 --devices 2 --memory 2MiB --output markdown
   pipecast plan --model resnet50 --image 32 --width 0.25 --batch 16 --devices 2 --data runs/runs.jsonl --svg plan.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.languageModelSize(cmd.Flags().Changed("width"), cmd.Flags().Changed("seq"))
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -109,9 +126,28 @@ bar).`,
 	addScheduleOptionFlags(f, &opts.Variants, "; a plan tries each")
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's, else the cores over K)")
 	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
+	addOptimizerFlags(f, &opts.Train)
+	f.BoolVar(&opts.ByDevice, "by-device", false, "print each configuration's devices, a row each: blocks, parameters and peak bytes by category")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// languageModelSize plans a language model at its own width (1) and
+// sequence length where --width and --seq were not given (the flags say
+// whether they were): profile's defaults (width 0.25, 128 tokens) shrink
+// a workload for a CPU to measure quickly, while a language model
+// planned by name is planned as it trains, shrunk, if at all, by the
+// size flags given.
+func (o *PlanOptions) languageModelSize(width, seq bool) {
+	if a, err := models.LookupArch(o.Model); err == nil && a.Tokens != nil {
+		if !width {
+			o.Size.Widths = []float64{1}
+		}
+		if !seq {
+			o.Size.Seqs = nil
+		}
+	}
 }
 
 // validate checks the flags before any work: one line for the first
@@ -131,6 +167,9 @@ func (o *PlanOptions) validate() error {
 		return usageErrorf("--microbatches: empty list")
 	}
 	if err := o.Size.validate(); err != nil {
+		return err
+	}
+	if err := o.checkOptimizer(); err != nil {
 		return err
 	}
 	for _, s := range o.Schedules {
@@ -195,6 +234,23 @@ func parseBytes(s string) (int64, error) {
 	return int64(math.Round(v * unit)), nil
 }
 
+// checkOptimizer checks --optimizer and its hyper-parameters as profile
+// does (config.Sweep.Check).
+func (o *PlanOptions) checkOptimizer() error {
+	s := o.Train
+	s.Models, s.Batches, s.Devices, s.Micro = []string{o.Model}, []int{o.Batch}, []int{o.Devices}, []int{1}
+	s.Schedules, s.Backend, s.Balance = []string{schedule.GPipe}, tensor.CPUBackend, config.BalanceMACs
+	return sweepError(s.Check(), nil)
+}
+
+// optimizer is the optimizer planned: --optimizer's, else the model's.
+func (o *PlanOptions) optimizer() string {
+	if o.Train.Optimizer != "" {
+		return o.Train.Optimizer
+	}
+	return models.OptimizerOf(o.Model)
+}
+
 // base is the configuration every planned one shares, with threads
 // (0: the flag's, else the default for K).
 func (o *PlanOptions) base(threads int) config.Config {
@@ -205,10 +261,11 @@ func (o *PlanOptions) base(threads int) config.Config {
 	if threads == 0 {
 		threads = config.DefaultThreads(o.Devices)
 	}
+	h := o.Train.Hyper(o.Model)
 	return config.Config{
 		Model: o.Model, ModelConfig: o.Size.config(a), Batch: o.Batch,
 		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
-		Threads: threads, Dataset: "synthetic", Seed: 1, SGD: config.DefaultSGD(),
+		Threads: threads, Dataset: "synthetic", Seed: 1, Optimizer: o.optimizer(), SGD: h.SGD, AdamW: h.AdamW,
 	}
 }
 
@@ -225,7 +282,7 @@ func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, []profiler.
 	}
 	// The data's runs of the planned size: each field as given, or the
 	// model's default (0 selects it).
-	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Threads: o.Threads}}
+	sel := &PredictOptions{Sweep: config.Sweep{Models: []string{o.Model}, Threads: o.Threads, Optimizer: o.optimizer()}}
 	if a, err := models.LookupArch(o.Model); err == nil {
 		sel.SizeVariants.Add(o.Size.config(a).Record())
 	}
@@ -296,7 +353,25 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if opts.Output == FormatCSV || opts.Output == FormatJSON {
 		fmt.Fprintln(opts.IO.ErrOut, verdict) // machine formats carry no footnotes
 	}
-	return renderTable(opts.IO.Out, reports.PlanTable(entries, topts), opts.Output, opts.Wide)
+	model, err := models.Describe(base.Model, base.ModelConfig)
+	if err != nil {
+		return err
+	}
+	if opts.ByDevice {
+		t := planDeviceTable(rows, model, topts.Title+", each device", true)
+		t.Footnotes = append(t.Footnotes, topts.Footnotes...)
+		return renderTable(opts.IO.Out, t, opts.Output, opts.Wide)
+	}
+	if err := renderTable(opts.IO.Out, reports.PlanTable(entries, topts), opts.Output, opts.Wide); err != nil {
+		return err
+	}
+	if opts.Output == FormatCSV || opts.Output == FormatJSON {
+		return nil // one table: --by-device gives the devices
+	}
+	// The best configuration's devices: where its memory goes.
+	fmt.Fprintln(opts.IO.Out)
+	best := planDeviceTable(rows[:1], model, planDevicesTitle(&rows[0], costs != nil), false)
+	return renderTable(opts.IO.Out, best, opts.Output, opts.Wide)
 }
 
 // planConfigs are the rows' configurations.

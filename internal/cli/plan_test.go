@@ -33,6 +33,8 @@ func TestPlanUsageErrors(t *testing.T) {
 		{name: "data without records", args: append(base, "--data", empty), want: "no measured run"},
 		{name: "too many devices", args: []string{"plan", "--model", "mlp", "--batch", "8", "--devices", "9"}, want: "--devices 9"},
 		{name: "unknown schedule", args: append(base, "--schedule", "zb"), want: "--schedule"},
+		{name: "unknown optimizer", args: append(base, "--optimizer", "adam"), want: `--optimizer "adam": unknown optimizer`},
+		{name: "one beta", args: append(base, "--optimizer", "adamw", "--betas", "0.9"), want: "--betas [0.9]: want two values"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +182,36 @@ func TestPlanTakesProfileDefaults(t *testing.T) {
 	for _, name := range []string{"image", "classes", "width"} {
 		if want := strings.Trim(flag(name), "[]"); cmd.Flags().Lookup(name).Value.String() != want {
 			t.Errorf("plan --%s defaults to %q, profile's to %q", name, cmd.Flags().Lookup(name).Value.String(), want)
+		}
+	}
+	if got.Train.Optimizer != "" || got.optimizer() != "sgd" {
+		t.Errorf("plan of %s: optimizer %q, %q; want the model's, sgd", got.Model, got.Train.Optimizer, got.optimizer())
+	}
+}
+
+// TestPlanLanguageModelDefaults checks that a language model is planned
+// at its own width, as it trains, unless --width is given, and with its
+// own optimizer, AdamW, unless --optimizer is.
+func TestPlanLanguageModelDefaults(t *testing.T) {
+	tests := []struct {
+		args      []string
+		width     float64
+		optimizer string
+	}{
+		{args: []string{"--model", "llama2-7b", "--seq", "4096"}, width: 1, optimizer: "adamw"},
+		{args: []string{"--model", "gpt2", "--width", "0.25", "--optimizer", "sgd"}, width: 0.25, optimizer: "sgd"},
+		{args: []string{"--model", "resnet50"}, width: 0.25, optimizer: "sgd"},
+	}
+	for _, tc := range tests {
+		var got *PlanOptions
+		cmd := NewCmdPlan(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(o *PlanOptions) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		cfg := got.base(0)
+		if cfg.ModelConfig.Width != tc.width || cfg.Optimizer != tc.optimizer {
+			t.Errorf("plan %v: width %g, optimizer %q; want %g, %q", tc.args, cfg.ModelConfig.Width, cfg.Optimizer, tc.width, tc.optimizer)
 		}
 	}
 }

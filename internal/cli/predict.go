@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/profiler"
 	"github.com/pipecast/pipecast/schedule"
@@ -73,11 +74,15 @@ holds: its model, input size, classes, width, backend and threads, and the
 batches, device counts, micro-batch counts, schedules and options it
 measured. Give new values to forecast new configurations, such as
 --devices 2,4,8 from single-device runs. A model, input size, classes,
-width, backend, thread count or transport the data has no measured runs
-of cannot be forecast: predict refuses it (exit status 2) and lists what
-the data holds. Runs of one process per device over MPI (profile
---transport mpi) are fitted apart from in-process runs, and forecast runs
-of their own transport: --transport mpi picks them.
+width, backend, thread count, transport or optimizer the data has no
+measured runs of cannot be forecast: predict refuses it (exit status 2)
+and lists what the data holds. Runs of one process per device over MPI
+(profile --transport mpi) are fitted apart from in-process runs, and
+forecast runs of their own transport: --transport mpi picks them. So are
+the runs of each optimizer (an AdamW update keeps two moments a
+parameter, SGD's one momentum buffer), and a record that names none
+trained with SGD; the hyper-parameter flags (--lr, …) set the forecasts' records,
+the data's by default.
 It refuses too, naming two of them, data whose runs of one workload were
 measured with tensors on huge pages and without (the records' huge_pages):
 their step times differ by 10–20 %, and one fit would forecast neither.
@@ -147,6 +152,9 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: forecast runs whose device DEVICE computes FACTOR times as slowly (profile --straggler)")
 	f.StringVar(&opts.Transport, "transport", "", "transport the forecasts are of, inprocess or mpi: data of that transport only (default: the data's)")
+	addOptimizerFlags(f, &opts.Sweep)
+	f.Lookup("optimizer").Usage = "optimizer the forecasts train with, " + strings.Join(models.OptimizerNames(), " or ") +
+		": data of that optimizer only (default: the data's)"
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl the predicted records are appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace of the predicted runs to this file")
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the predicted runs to this file")
@@ -165,7 +173,8 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
 var predictConfigFlags = slices.Concat([]string{"model", "batch", "devices", "microbatches",
-	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof"}, sizeFlagNames(), scheduleOptionFlagNames())
+	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof",
+	"optimizer", "lr", "weight-decay", "betas", "eps"}, sizeFlagNames(), scheduleOptionFlagNames())
 
 // validate checks the flags on their own. The configuration values are
 // checked by profile's rules, with profile's defaults standing in for
@@ -267,6 +276,21 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	}
 	if o.Transport != "" {
 		s.Transport = o.Transport
+	}
+	if o.Optimizer != "" {
+		s.Optimizer = o.Optimizer
+	}
+	if o.LR != 0 {
+		s.LR = o.LR
+	}
+	if o.WeightDecay != nil {
+		s.WeightDecay = o.WeightDecay
+	}
+	if o.Betas != nil {
+		s.Betas = o.Betas
+	}
+	if o.Eps != nil {
+		s.Eps = o.Eps
 	}
 	s.Straggler = o.Straggler
 	return s

@@ -11,7 +11,7 @@ import (
 )
 
 // targets returns the keys of the data that the flags select: every key
-// whose model, input size, classes, width, threads and backend are among
+// whose model, sizes, threads, backend, transport and optimizer are among
 // the values given. A value given that selects no key is refused with a
 // usage error that lists the keys the data holds.
 func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error) {
@@ -38,6 +38,8 @@ func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error
 			func(int) string { return o.Backend }},
 		{"transport", min(len(o.Transport), 1), func(k predictor.Key, _ int) bool { return predictor.KeyTransport(o.Transport) == k.Transport },
 			func(int) string { return o.Transport }},
+		{"optimizer", min(len(o.Optimizer), 1), func(k predictor.Key, _ int) bool { return predictor.KeyOptimizer(o.Optimizer) == k.Optimizer },
+			func(int) string { return o.Optimizer }},
 	}...)
 	keys := dataKeys(recs)
 	used := make([][]bool, len(filters))

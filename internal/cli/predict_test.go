@@ -80,6 +80,8 @@ func TestNewCmdPredictFlags(t *testing.T) {
 			want: PredictOptions{Output: FormatTable, Data: []string{"a.jsonl"}, Sweep: config.Sweep{Backend: "cuda"}, Holdout: "devices", Seed: 1}},
 		{name: "validate", args: []string{"--data", "a.jsonl", "--validate", "--holdout", "random", "--seed", "7", "--svg", "v.svg"},
 			want: PredictOptions{Output: FormatTable, Data: []string{"a.jsonl"}, Validate: true, Holdout: "random", Seed: 7, SVG: "v.svg"}},
+		{name: "optimizer", args: []string{"--data", "a.jsonl", "--optimizer", "adamw", "--lr", "3e-4"},
+			want: PredictOptions{Output: FormatTable, Data: []string{"a.jsonl"}, Sweep: config.Sweep{Optimizer: "adamw", LR: 3e-4}, Holdout: "devices", Seed: 1}},
 		{name: "no data", args: nil, wantUsage: "--data: need at least one"},
 		{name: "unknown holdout", args: []string{"--data", "a", "--validate", "--holdout", "batch"}, wantUsage: `--holdout "batch": unknown holdout`},
 		{name: "holdout without validate", args: []string{"--data", "a", "--holdout", "random"}, wantUsage: "--holdout applies to --validate only"},
@@ -87,6 +89,9 @@ func TestNewCmdPredictFlags(t *testing.T) {
 		{name: "configuration with validate", args: []string{"--data", "a", "--validate", "--devices", "2"},
 			wantUsage: "--devices does not apply to --validate"},
 		{name: "out with validate", args: []string{"--data", "a", "--validate", "--out", "d"}, wantUsage: "--out does not apply to --validate"},
+		{name: "optimizer with validate", args: []string{"--data", "a", "--validate", "--optimizer", "sgd"}, wantUsage: "--optimizer does not apply to --validate"},
+		{name: "unknown optimizer", args: []string{"--data", "a", "--optimizer", "adam"}, wantUsage: `--optimizer "adam": unknown optimizer`},
+		{name: "one beta", args: []string{"--data", "a", "--betas", "0.9"}, wantUsage: "--betas [0.9]: want two values"},
 		{name: "unknown model", args: []string{"--data", "a", "--model", "resnet51"}, wantUsage: "--model:"},
 		{name: "unknown schedule", args: []string{"--data", "a", "--schedule", "zb"}, wantUsage: `--schedule "zb": unknown schedule`},
 		{name: "unknown checkpoint", args: []string{"--data", "a", "--checkpoint", "sometimes"}, wantUsage: `unknown checkpoint mode "sometimes"`},
@@ -128,8 +133,13 @@ func TestDataSweep(t *testing.T) {
 	got := predictor.DataSweep(recs, keys[0])
 	got.Dataset, got.Seed = "", 0
 	// The mlp's record has no sequence, vocabulary or layers: 0, which
-	// the mlp ignores.
+	// the mlp ignores. It names no optimizer: SGD, with its
+	// hyper-parameters.
+	decay := 1e-4
 	want := config.Sweep{
+		Optimizer:    "sgd",
+		LR:           0.01,
+		WeightDecay:  &decay,
 		Models:       []string{"mlp"},
 		Batches:      []int{16},
 		Devices:      []int{1, 2},
@@ -271,6 +281,7 @@ func TestPredictRefusesWhatTheDataLacks(t *testing.T) {
 		{name: "another thread count", args: []string{"--threads", "4"}, wantErr: "--threads 4"},
 		{name: "another backend", args: []string{"--backend", "cuda"}, wantErr: "--backend cuda"},
 		{name: "another transport", args: []string{"--transport", "mpi"}, wantErr: "--transport mpi"},
+		{name: "another optimizer", args: []string{"--optimizer", "adamw"}, wantErr: "--optimizer adamw"},
 		{name: "more devices than blocks", args: []string{"--devices", "9"}, wantErr: "--devices 9: mlp has"},
 	}
 	for _, tc := range tests {
