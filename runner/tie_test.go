@@ -1,14 +1,12 @@
 package runner
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 	"github.com/pipecast/pipecast/tensor"
@@ -174,63 +172,6 @@ func checkTiedSum(t *testing.T, step, i int, before, after [][]float32, uses int
 	for c := 1; c < len(after); c++ {
 		if !slices.Equal(after[c], after[0]) {
 			t.Errorf("step %d tie %d: copy %d's gradient differs from copy 0's", step, i, c)
-		}
-	}
-}
-
-// TestTiedEquivalence checks that a model with tied parameters (GPT-2's
-// embedding and LM head) trains the weights single-device training
-// trains when the tied blocks fall on different devices, the all-reduce
-// summing the copies' gradients, and on one device in two stages.
-func TestTiedEquivalence(t *testing.T) {
-	const name = "gpt2"
-	if _, err := models.LookupArch(name); err != nil {
-		t.Skipf("no zoo model ties parameters yet: this test runs once %s is in the zoo (%v)", name, err)
-	}
-	// A small GPT-2: two decoder layers, so four blocks.
-	mc := models.Config{Seq: 8, Vocab: 64, Layers: 2, Width: 1.0 / 16, NoDropout: true}
-	m, err := models.Describe(name, mc)
-	if err != nil {
-		t.Fatalf("describe %s at %+v (adjust the test's size to the model's): %v", name, mc, err)
-	}
-	if len(m.Ties()) == 0 {
-		t.Skipf("%s declares no tied parameters (models.Model.Ties): its embedding and LM head must be one *Param", name)
-	}
-	ctx := watch(t, 5*time.Minute)
-	base := config.Config{Model: name, ModelConfig: mc, Batch: 4, Seed: 7, SGD: config.DefaultSGD(), Threads: 1}
-	at := func(o schedule.Options) config.Config {
-		c := base
-		c.Schedule = o
-		return c
-	}
-	const micro = 2
-	ref := train(t, ctx, at(schedule.Options{Name: schedule.Single, Devices: 1, Micro: micro}), equivalenceSteps)
-	runs := []schedule.Options{
-		{Name: schedule.Interleaved, Devices: 1, Micro: micro, Virtual: 2},
-	}
-	for _, k := range []int{2, 3} {
-		runs = append(runs,
-			schedule.Options{Name: schedule.GPipe, Devices: k, Micro: micro, Checkpoint: schedule.Never},
-			schedule.Options{Name: schedule.OneF1B, Devices: k, Micro: micro})
-	}
-	for _, o := range runs {
-		got := train(t, ctx, at(o), equivalenceSteps)
-		// Where the tied blocks fall on different devices each holds a
-		// copy, under its own name: each must equal the one weight
-		// single-device training holds.
-		want := maps.Clone(ref.params)
-		for _, tie := range m.Ties() {
-			for _, alias := range tie.Names[1:] {
-				if _, ok := got.params[alias]; ok {
-					want[alias] = ref.params[tie.Names[0]]
-				}
-			}
-		}
-		if d, where := relDiff(got.params, want); d > equivalenceTol {
-			t.Errorf("%s: weights differ from single's by %.3g (in %s)", got.name, d, where)
-		}
-		if dl := lossDiff(got.losses, ref.losses); dl > equivalenceTol {
-			t.Errorf("%s: losses %v, single's %v", got.name, got.losses, ref.losses)
 		}
 	}
 }
