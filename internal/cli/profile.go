@@ -390,7 +390,11 @@ func interferenceKey(cfg config.Config) string {
 }
 
 // defaultProfileSizes are the default workload's sizes: 32×32 inputs at a
-// quarter of torchvision's width, each model's classes.
+// quarter of torchvision's width, each model's classes; a language model
+// at a quarter of its width too, on sequences of 128 tokens (its own
+// 1024 or more would make a CPU's step of GPT-2's 50257-token vocabulary
+// take tens of seconds, most of it the LM head and the loss), its own
+// vocabulary and layers.
 func defaultProfileSizes() models.SizeVariants {
-	return models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}}
+	return models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}, Seqs: []int{128}}
 }

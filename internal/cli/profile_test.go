@@ -62,7 +62,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					Backend:      "cpu",
 					Transport:    "inprocess",
 					Optimizer:    "",
-					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}},
+					SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{0}, Widths: []float64{0.25}, Seqs: []int{128}},
 				},
 				Steps: 5, Warmup: 1, Rounds: defaultRounds, Timeout: 10 * time.Minute,
 			}

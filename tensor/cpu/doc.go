@@ -8,7 +8,8 @@
 //
 // Beside the backend the package registers, under the same name, a
 // tensor.WorkspaceModel (workspace_model.go): its kernels' scratch policy
-// written out (ConvWorkspaceElems, GemmWorkspaceElems). The meta backend
+// written out (ConvWorkspaceElems, GemmWorkspaceElems, and
+// AttentionWorkspaceElems for the attention kernels). The meta backend
 // looks it up by name to forecast the scratch a CPU run holds, so neither
 // package imports the other. Within pipecast it imports package tensor,
 // internal/cpucache (the cache sizes its products' blocking follows,

@@ -36,7 +36,7 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 		// A row of up to softmaxKeep classes keeps its float64
 		// exponentials here, so that the gradient reuses them instead of
 		// calling exp again; each gradient is still rounded once, from
-		// float64. Longer rows recompute them.
+		// float64. Longer rows keep them in float32 in the gradient.
 		var keep [softmaxKeep]float64
 		for i := lo; i < hi; i++ {
 			row := x[i*classes : (i+1)*classes]
@@ -45,14 +45,19 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 				m = max(m, float64(v))
 			}
 			var e []float64
+			var long []float32 // a long row's exponentials, in its gradient
 			if classes <= softmaxKeep {
 				e = keep[:classes]
+			} else if dx != nil {
+				long = dx[i*classes : (i+1)*classes]
 			}
 			sum := 0.0
 			for j, v := range row {
 				ej := math.Exp(float64(v) - m)
 				if e != nil {
 					e[j] = ej
+				} else if long != nil {
+					long[j] = float32(ej)
 				}
 				sum += ej
 			}
@@ -70,8 +75,14 @@ func (d *Device) SoftmaxCrossEntropy(logits *tensor.Tensor, labels []int32, dlog
 				out[label] = float32(s * (e[label]/sum - 1))
 				continue
 			}
-			for j, v := range row {
-				out[j] = float32(s * math.Exp(float64(v)-m) / sum)
+			// The first pass left each exponential in out, rounded to
+			// float32 (a relative error of 2⁻²⁴, well inside what the
+			// gradient's own rounding allows): scaling them costs no
+			// second exp, which at a language model's vocabulary of
+			// tens of thousands is most of the loss's time.
+			f := s / sum
+			for j, v := range out {
+				out[j] = float32(float64(v) * f)
 			}
 			out[label] = float32(s * (math.Exp(float64(row[label])-m)/sum - 1))
 		}
