@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # step-vs-pytorch.sh times one single-device training step (forward, mean
-# cross entropy, backward, SGD with momentum) of pipecast and of PyTorch on
-# the same networks, side by side in one run: resnet50 at 64×64 batch 32,
-# vgg16bn at 64×64 batch 16 and inceptionv3 at 96×96 batch 16, width 1,
-# 10 classes, on --threads threads. For each model it runs pipecast
+# cross entropy, backward, the optimizer's update) of pipecast and of
+# PyTorch on the same networks, side by side in one run: resnet50 at 64×64
+# batch 32, vgg16bn at 64×64 batch 16 and inceptionv3 at 96×96 batch 16,
+# width 1, 10 classes, SGD with momentum; and gpt2 at width 1 with 4
+# decoder layers, sequences of 128 tokens, batch 4, its 50257-token
+# vocabulary and AdamW; on --threads threads. For each model it runs pipecast
 # (`pipecast profile --schedule single`, the median of --steps steps after
 # one warm-up) and then PyTorch (scripts/step_pytorch.py, the same), and
 # prints a markdown table: seconds per step of each and their ratio
 # (pipecast / PyTorch; above 1: pipecast is slower). PyTorch's column is
 # left empty where /usr/bin/python3 cannot import torch and torchvision
-# (Debian: apt-get install python3-torch python3-torchvision).
+# (Debian: apt-get install python3-torch python3-torchvision
+# libopenblas0-pthread — without an optimised BLAS, Debian's torch runs
+# its matrix products on the reference BLAS, ten times slower, and the
+# script refuses to compare).
 #
 # With PIPECAST_GEMM_KERNEL=avx2 (pipecast's AVX2 kernel on a CPU that has
 # AVX-512) PyTorch's oneDNN is capped at AVX2 too (ONEDNN_MAX_CPU_ISA=AVX2,
@@ -19,7 +24,7 @@
 # Usage: scripts/step-vs-pytorch.sh [flags]
 #   --steps N        measured steps of each run (default 3)
 #   --threads N      threads of both (default 2)
-#   --models LIST    comma-separated subset of resnet50,vgg16bn,inceptionv3
+#   --models LIST    comma-separated subset of resnet50,vgg16bn,inceptionv3,gpt2
 #   --rounds N       measure every model N times in turn (default 1): each
 #                    cell is then the median of the rounds, the ratio the
 #                    median of the rounds' own ratios (which pair each
@@ -47,7 +52,7 @@ cd "$(dirname "$0")/.."
 steps=3
 rounds=1
 threads=2
-models=resnet50,vgg16bn,inceptionv3
+models=resnet50,vgg16bn,inceptionv3,gpt2
 openblas=0
 profile=0
 out=
@@ -78,9 +83,12 @@ done
 case $rounds in '' | *[!0-9]* | 0) echo "step-vs-pytorch: --rounds $rounds: want a positive whole number" >&2; exit 2 ;; esac
 case $steps in '' | *[!0-9]* | 0) echo "step-vs-pytorch: --steps $steps: want a positive whole number" >&2; exit 2 ;; esac
 
-# Each model's input size and batch.
-declare -A image=([resnet50]=64 [vgg16bn]=64 [inceptionv3]=96)
-declare -A batch=([resnet50]=32 [vgg16bn]=16 [inceptionv3]=16)
+# Each model's input size and batch, and the size flags both sides take:
+# a CNN's image and classes, a language model's sequence and layers.
+declare -A image=([resnet50]=64 [vgg16bn]=64 [inceptionv3]=96 [gpt2]=)
+declare -A batch=([resnet50]=32 [vgg16bn]=16 [inceptionv3]=16 [gpt2]=4)
+declare -A size=([resnet50]="--image 64 --classes 10" [vgg16bn]="--image 64 --classes 10"
+	[inceptionv3]="--image 96 --classes 10" [gpt2]="--seq 128 --layers 4")
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -97,6 +105,11 @@ fi
 torch=0
 if "$python" -c 'import torch, torchvision' 2>/dev/null; then
 	torch=1
+	blas=$("$python" -c 'import torch; print(torch.__config__.show())' 2>/dev/null | sed -n 's/.*BLAS_INFO=\([^,]*\).*/\1/p')
+	if [ "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" = /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 ]; then
+		echo "step-vs-pytorch: PyTorch's BLAS (${blas:-unknown}) resolves to the reference BLAS: install libopenblas0-pthread so that it compares with an optimised one" >&2
+		exit 1
+	fi
 else
 	echo "step-vs-pytorch: $python cannot import torch and torchvision: timing pipecast alone" >&2
 fi
@@ -119,8 +132,9 @@ pipecast_step() {
 		extra=(--pprof "$3.pprof")
 		[ ${#perf[@]} -gt 0 ] && rec=("${perf[@]}" -o "$3.perf.data" --)
 	fi
-	${rec[@]+"${rec[@]}"} "$bin" profile --model "$1" --backend "$2" --image "${image[$1]}" --batch "${batch[$1]}" \
-		--width 1 --classes 10 --devices 1 --microbatches 1 --schedule single \
+	# shellcheck disable=SC2086 # the size flags split on spaces
+	${rec[@]+"${rec[@]}"} "$bin" profile --model "$1" --backend "$2" ${size[$1]} --batch "${batch[$1]}" \
+		--width 1 --devices 1 --microbatches 1 --schedule single \
 		--threads "$threads" --steps "$steps" --warmup 1 --rounds 1 --balance params --output json \
 		${extra[@]+"${extra[@]}"} |
 		sed -n 's/.*"step_nanos_median": *\([0-9]*\).*/\1/p' |
@@ -129,8 +143,9 @@ pipecast_step() {
 
 # pytorch_step MODEL prints the median seconds per step.
 pytorch_step() {
-	"$python" scripts/step_pytorch.py --model "$1" --image "${image[$1]}" --batch "${batch[$1]}" \
-		--classes 10 --threads "$threads" --steps "$steps" --warmup 1 |
+	# shellcheck disable=SC2086
+	"$python" scripts/step_pytorch.py --model "$1" ${size[$1]} --batch "${batch[$1]}" \
+		--threads "$threads" --steps "$steps" --warmup 1 |
 		sed -n 's/.*"step_seconds_median": *\([0-9.eE+-]*\).*/\1/p' |
 		awk 'NR == 1 { printf "%.3f", $1 }'
 }
@@ -152,7 +167,7 @@ median() {
 
 IFS=, read -r -a list <<<"$models"
 for m in "${list[@]}"; do
-	if [ -z "${image[$m]:-}" ]; then
+	if [ -z "${size[$m]:-}" ]; then
 		echo "step-vs-pytorch: unknown model $m" >&2
 		exit 2
 	fi
@@ -160,7 +175,7 @@ done
 declare -A ours theirs obs ratios obratios
 for ((r = 1; r <= rounds; r++)); do
 	for m in "${list[@]}"; do
-		echo "step-vs-pytorch: round $r of $rounds, $m ${image[$m]}px batch ${batch[$m]}: pipecast" >&2
+		echo "step-vs-pytorch: round $r of $rounds, $m (${size[$m]}) batch ${batch[$m]}: pipecast" >&2
 		prof=
 		[ "$profile" = 1 ] && [ "$r" = 1 ] && prof="$out/$m"
 		a=$(pipecast_step "$m" cpu "$prof")
@@ -183,7 +198,7 @@ done
 rows=()
 for m in "${list[@]}"; do
 	# shellcheck disable=SC2086 # the lists split on spaces
-	row="| $m | ${image[$m]} | ${batch[$m]} | $(median 3 ${ours[$m]}) | $(median 3 ${theirs[$m]}) | $(median 2 ${ratios[$m]}) |"
+	row="| $m | ${image[$m]:-seq 128} | ${batch[$m]} | $(median 3 ${ours[$m]}) | $(median 3 ${theirs[$m]}) | $(median 2 ${ratios[$m]}) |"
 	if [ "$openblas" = 1 ]; then
 		# shellcheck disable=SC2086
 		row="$row $(median 3 ${obs[$m]}) | $(median 2 ${obratios[$m]}) |"
@@ -211,7 +226,7 @@ echo "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $thre
 echo
 echo "ISA: $(grep -m1 -o -w -E 'avx512f|avx2|fma' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')(GEMM kernel ${PIPECAST_GEMM_KERNEL:-the fastest}; PyTorch's oneDNN ${torch_isa_note}); caches: $(caches)"
 echo
-head="| model | px | batch | pipecast s/step | PyTorch s/step | ratio |"
+head="| model | px / tokens | batch | pipecast s/step | PyTorch s/step | ratio |"
 rule="| --- | --: | --: | --: | --: | --: |"
 if [ "$openblas" = 1 ]; then
 	head="$head pipecast+OpenBLAS s/step | ratio |"
