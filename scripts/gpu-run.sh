@@ -6,12 +6,16 @@
 #
 #   1. runs the backend suite on the GPU (tensor/tensortest against float64
 #      references, with the GPU's libraries and again with pipecast's own
-#      kernels only), and the driver's tests: OUT/suite.txt;
+#      kernels only: every kernel family, the decoder transformers' and
+#      AdamW's included, on the device's kernels and on the host
+#      fallback), and the driver's tests (cuBLAS's strided batch among
+#      them): OUT/suite.txt;
 #   2. times the single-GPU training step of resnet50, vgg16bn and
-#      inceptionv3 at 224×224, batch 64, 1000 classes: pipecast
-#      (--schedule single) beside PyTorch on the same GPU (float32, TF32
-#      off): OUT/steps.md, records in OUT/runs.jsonl, PyTorch's in
-#      OUT/pytorch.jsonl;
+#      inceptionv3 at 224×224, batch 64, 1000 classes (SGD), and of gpt2
+#      at width 1 with 4 decoder layers, sequences of 128 tokens, batch 4
+#      (AdamW; the transformer kernels): pipecast (--schedule single)
+#      beside PyTorch on the same GPU (float32, TF32 off): OUT/steps.md,
+#      records in OUT/runs.jsonl, PyTorch's in OUT/pytorch.jsonl;
 #   3. profiles the three models at 224×224, batch 64, under gpipe and coop
 #      for K = 1, 2, 4 (M = 4): OUT/sweep.md and the records in
 #      OUT/runs.jsonl. K devices share the machine's GPUs (K devices on one
@@ -66,27 +70,37 @@ PY
 fi
 log "cublas: ${PIPECAST_CUBLAS:-system search}; cudnn: ${PIPECAST_CUDNN:-system search}"
 
-# 1. The suite (about a minute).
+# 1. The suite (about a minute; the timeout leaves room for the
+#    transformer families' cases).
 log "backend suite"
-timeout 150 "$bin/cuda-driver.test" -test.v -test.timeout 140s >"$out/suite.txt" 2>&1
+timeout 180 "$bin/cuda-driver.test" -test.v -test.timeout 170s >"$out/suite.txt" 2>&1
 echo "exit status $?" >>"$out/suite.txt"
 grep -E '^(--- FAIL|FAIL|ok|PASS)' "$out/suite.txt" | head -20 >&2
 tail -1 "$out/suite.txt" >&2
 
-# 2. One GPU: pipecast beside PyTorch.
+# 2. One GPU: pipecast beside PyTorch. The CNNs at 224×224, batch 64;
+#    gpt2 as scripts/step-vs-pytorch.sh sizes it (50257-token vocabulary,
+#    AdamW, GPT-2's dropout on both sides).
 common=(--backend cuda --image 224 --width 1 --classes 1000 --batch 64 --out "$out")
+gpt2=(--backend cuda --width 1 --layers 4 --seq 128 --batch 4 --out "$out")
 {
 	echo "| model | pipecast s/step | PyTorch s/step | ratio (pipecast / PyTorch) |"
 	echo "|---|---|---|---|"
 } >"$out/steps.md"
-for m in resnet50 vgg16bn inceptionv3; do
+for m in resnet50 vgg16bn inceptionv3 gpt2; do
+	ours_size=("${common[@]}")
+	theirs_size=(--image 224 --batch 64 --classes 1000)
+	if [ "$m" = gpt2 ]; then
+		ours_size=("${gpt2[@]}")
+		theirs_size=(--seq 128 --layers 4 --batch 4)
+	fi
 	log "$m: one GPU, pipecast"
-	ours=$(timeout 60 "$bin/pipecast" profile "${common[@]}" --model "$m" --devices 1 --schedule single \
+	ours=$(timeout 60 "$bin/pipecast" profile "${ours_size[@]}" --model "$m" --devices 1 --schedule single \
 		--microbatches 1 --steps 10 --warmup 3 --rounds 1 --output json 2>>"$out/errors.txt" |
 		sed -n 's/.*"step_nanos_median": *\([0-9]*\).*/\1/p' | awk 'NR == 1 { printf "%.4f", $1 / 1e9 }')
 	log "$m: one GPU, PyTorch"
-	theirs=$(timeout 60 python3 scripts/step_pytorch.py --device cuda --model "$m" --image 224 --batch 64 \
-		--classes 1000 --steps 10 --warmup 3 2>>"$out/errors.txt" | tee -a "$out/pytorch.jsonl" |
+	theirs=$(timeout 60 python3 scripts/step_pytorch.py --device cuda --model "$m" "${theirs_size[@]}" \
+		--steps 10 --warmup 3 2>>"$out/errors.txt" | tee -a "$out/pytorch.jsonl" |
 		sed -n 's/.*"step_seconds_median": *\([0-9.eE+-]*\).*/\1/p' | awk 'NR == 1 { printf "%.4f", $1 }')
 	ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }')
 	echo "| $m | $ours | $theirs | $ratio |" >>"$out/steps.md"
@@ -94,7 +108,7 @@ done
 cat "$out/steps.md" >&2
 
 # 3. gpipe against coop for K = 1, 2, 4, with whatever time is left
-#    (about 4 minutes).
+#    (about 3 minutes).
 left=$((470 - ($(date +%s) - start)))
 log "sweep: gpipe and coop, K = 1, 2, 4 (${left} s left)"
 if [ "$left" -gt 30 ]; then

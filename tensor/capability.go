@@ -123,7 +123,7 @@ type SGDBatcher interface {
 }
 
 // AdamWStepper is implemented by devices with a kernel for
-// torch.optim.AdamW's step (the CPU backend's). Callers use AdamWSteps,
+// torch.optim.AdamW's step (the CPU and CUDA backends'). Callers use AdamWSteps,
 // which runs the step on host copies of the tensors on other devices.
 type AdamWStepper interface {
 	// AdamWSteps does, for every entry s of steps, one AdamW step of

@@ -3,13 +3,14 @@ package tensor
 // The kernels of decoder transformers (GPT-2 and Llama-style models, as
 // Hugging Face's GPT2LMHeadModel and LlamaForCausalLM compute them): an
 // optional family, as capability.go describes. A device with fast kernels
-// implements TransformerKernels (the CPU backend; the meta backend, which
-// counts attention's multiply-accumulates and holds nothing); the
+// implements TransformerKernels (the CPU and CUDA backends; the meta
+// backend, which counts attention's multiply-accumulates and holds
+// nothing); the
 // functions below run the device's kernel where it has one and otherwise
 // the host fallback, which downloads the operands, runs the plain float32
 // loops of package tensor/internal/transformerops and uploads the
-// results — correct on any device that stores values (the CUDA backend
-// until it gains kernels of its own), and a no-op on a symbolic one.
+// results — correct on any device that stores values, and a no-op on a
+// symbolic one.
 //
 // Every tensor is float32 and contiguous (a Slice or Reshape view is
 // contiguous). Token ids are whole numbers held as float32, exact below

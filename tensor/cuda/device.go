@@ -45,9 +45,11 @@ type Device struct {
 }
 
 var (
-	_ tensor.Device      = (*Device)(nil)
-	_ tensor.Accelerator = (*Device)(nil)
-	_ tensor.SGDStepper  = (*Device)(nil)
+	_ tensor.Device             = (*Device)(nil)
+	_ tensor.Accelerator        = (*Device)(nil)
+	_ tensor.SGDStepper         = (*Device)(nil)
+	_ tensor.AdamWStepper       = (*Device)(nil)
+	_ tensor.TransformerKernels = (*Device)(nil)
 )
 
 // New returns a device that works through drv: backend is the name its

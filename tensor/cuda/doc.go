@@ -22,6 +22,12 @@
 // value, or none, uses the library where there is one. The libraries a
 // device uses are listed in its AcceleratorInfo.
 //
+// Beside tensor.Device's kernels, the Device has those of three optional
+// families (tensor/capability.go): SGD's and AdamW's steps and the
+// decoder transformers' tensor.TransformerKernels (transformer.go,
+// attention.go), each on kernels of kernels/, attention's products as
+// strided batches through the BLAS or pc_sgemm_batched.
+//
 // kernels/kernels.h is the contract between the CUDA C and the Go that
 // launches it: kernels_gen.go and emu/dispatch_gen.h are generated from it
 // (go generate ./tensor/cuda), and a test checks they are current.

@@ -108,6 +108,11 @@ type Info struct {
 // precision).
 type BLAS interface {
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a Ptr, lda int, b Ptr, ldb int, beta float32, c Ptr, ldc int) error
+	// SgemmStridedBatched computes batch such products at once
+	// (cublasSgemmStridedBatched): product z reads a + z·strideA and b +
+	// z·strideB and writes c + z·strideC, the strides in elements.
+	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a Ptr, lda int, strideA int64,
+		b Ptr, ldb int, strideB int64, beta float32, c Ptr, ldc int, strideC int64, batch int) error
 }
 
 // ConvShape is a 2-D convolution: input [N, C, H, W], filters [O, C,

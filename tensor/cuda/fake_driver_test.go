@@ -39,7 +39,7 @@ type fakeDriver struct {
 type launchRec struct {
 	k           Kernel
 	grid, block [3]uint32
-	args        map[string]any // by parameter name: Ptr, int32, int64, float32 or uint64
+	args        map[string]any // by parameter name: Ptr, int32, int64, float32, float64 or uint64
 }
 
 func newFakeDriver() *fakeDriver { return &fakeDriver{next: 1 << 20, mem: map[Ptr][]byte{}} }
@@ -166,6 +166,8 @@ func (f *fakeDriver) Launch(k Kernel, grid, block [3]uint32, args []unsafe.Point
 			r.args[p.Name] = *(*int64)(a)
 		case abi.Float:
 			r.args[p.Name] = *(*float32)(a)
+		case abi.Double:
+			r.args[p.Name] = *(*float64)(a)
 		case abi.ULongLong:
 			r.args[p.Name] = *(*uint64)(a)
 		default:

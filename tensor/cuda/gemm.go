@@ -32,6 +32,30 @@ func (d *Device) sgemm(op string, transA, transB bool, m, n, k int, alpha float3
 		i32(op, m), i32(op, n), i32(op, k), alpha, a, i32(op, lda), b, i32(op, ldb), beta, c, i32(op, ldc))
 }
 
+// sgemmBatched does batch products of sgemm's form, product z on a +
+// z·strideA, b + z·strideB and c + z·strideC (strides in elements): the
+// BLAS's strided batch where the device has one, else pc_sgemm_batched,
+// whose grid takes up to maxGridBlocks products along z per launch.
+func (d *Device) sgemmBatched(op string, transA, transB bool, m, n, k int, alpha float32, a Ptr, lda int, strideA int64,
+	b Ptr, ldb int, strideB int64, beta float32, c Ptr, ldc int, strideC int64, batch int) {
+	if m == 0 || n == 0 || batch == 0 {
+		return
+	}
+	if d.blas != nil {
+		d.check(op+": blas", d.blas.SgemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA,
+			b, ldb, strideB, beta, c, ldc, strideC, batch))
+		return
+	}
+	grid := gridTiles(m, n)
+	for z0 := 0; z0 < batch; z0 += maxGridBlocks {
+		grid[2] = uint32(min(batch-z0, maxGridBlocks))
+		z := int64(z0)
+		d.launchSgemmBatched(grid, blockTile, flag(transA), flag(transB), i32(op, m), i32(op, n), i32(op, k), alpha,
+			a.Add(int(z*strideA)), i32(op, lda), strideA, b.Add(int(z*strideB)), i32(op, ldb), strideB,
+			beta, c.Add(int(z*strideC)), i32(op, ldc), strideC)
+	}
+}
+
 // LinearForward sets y = x·wᵀ + bias, torch's nn.Linear: x [N, in], w
 // [out, in], bias [out] or nil, y [N, out]. The bias is added after the
 // product (pc_bias_rows).

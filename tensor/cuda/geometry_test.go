@@ -16,6 +16,13 @@ func (b *fakeBLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a Ptr,
 	return nil
 }
 
+func (b *fakeBLAS) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a Ptr, lda int, strideA int64,
+	bp Ptr, ldb int, strideB int64, beta float32, c Ptr, ldc int, strideC int64, batch int) error {
+	b.calls = append(b.calls, fmt.Sprintf("sgemm batched %v %v m=%d n=%d k=%d alpha=%v lda=%d/%d ldb=%d/%d beta=%v ldc=%d/%d batch=%d",
+		transA, transB, m, n, k, alpha, lda, strideA, ldb, strideB, beta, ldc, strideC, batch))
+	return nil
+}
+
 // fakeDNN records its convolutions; each asks for wsBytes of workspace
 // and notes the device's live Workspace bytes while it holds it.
 type fakeDNN struct {
@@ -89,7 +96,7 @@ func checkLaunches(t *testing.T, what string, f *fakeDriver, want []launchWant) 
 		r := f.launches[i]
 		wantBlock := block1D
 		switch w.k {
-		case KernelSgemm, KernelConvFwd, KernelConvBwdData, KernelConvBwdFilterAcc, KernelConvBwdFilterPart:
+		case KernelSgemm, KernelSgemmBatched, KernelConvFwd, KernelConvBwdData, KernelConvBwdFilterAcc, KernelConvBwdFilterPart:
 			wantBlock = blockTile
 		}
 		if r.k != w.k || r.grid != w.grid || r.block != wantBlock {

@@ -20,6 +20,7 @@ const (
 	KernelColSumsAcc
 	KernelChannelSumsAcc
 	KernelSgemm
+	KernelSgemmBatched
 	KernelConvFwd
 	KernelConvBwdData
 	KernelConvBwdFilterAcc
@@ -43,6 +44,22 @@ const (
 	KernelDropout
 	KernelSoftmaxXent
 	KernelSgd
+	KernelAdamw
+	KernelEmbeddingFwd
+	KernelEmbeddingBwdAcc
+	KernelLayernormFwd
+	KernelLayernormBwdData
+	KernelRmsnormFwd
+	KernelRmsnormBwdData
+	KernelNormParamGradsAcc
+	KernelGeluTanhFwd
+	KernelGeluTanhBwd
+	KernelSwigluFwd
+	KernelSwigluBwd
+	KernelRope
+	KernelAttnSoftmax
+	KernelAttnSoftmaxBwd
+	KernelAttnMask
 	numKernels
 )
 
@@ -59,6 +76,7 @@ var kernelNames = [numKernels]string{
 	"pc_col_sums_acc",
 	"pc_channel_sums_acc",
 	"pc_sgemm",
+	"pc_sgemm_batched",
 	"pc_conv_fwd",
 	"pc_conv_bwd_data",
 	"pc_conv_bwd_filter_acc",
@@ -82,6 +100,22 @@ var kernelNames = [numKernels]string{
 	"pc_dropout",
 	"pc_softmax_xent",
 	"pc_sgd",
+	"pc_adamw",
+	"pc_embedding_fwd",
+	"pc_embedding_bwd_acc",
+	"pc_layernorm_fwd",
+	"pc_layernorm_bwd_data",
+	"pc_rmsnorm_fwd",
+	"pc_rmsnorm_bwd_data",
+	"pc_norm_param_grads_acc",
+	"pc_gelu_tanh_fwd",
+	"pc_gelu_tanh_bwd",
+	"pc_swiglu_fwd",
+	"pc_swiglu_bwd",
+	"pc_rope",
+	"pc_attn_softmax",
+	"pc_attn_softmax_bwd",
+	"pc_attn_mask",
 }
 
 // launchFill queues pc_fill.
@@ -159,6 +193,21 @@ func (d *Device) launchSgemm(grid, block [3]uint32, transA int32, transB int32, 
 	beta8 := uint64(math.Float32bits(beta))
 	ldc8 := uint64(uint32(ldc))
 	d.launch(KernelSgemm, grid, block, []unsafe.Pointer{unsafe.Pointer(&transA8), unsafe.Pointer(&transB8), unsafe.Pointer(&m8), unsafe.Pointer(&n8), unsafe.Pointer(&k8), unsafe.Pointer(&alpha8), unsafe.Pointer(&a), unsafe.Pointer(&lda8), unsafe.Pointer(&b), unsafe.Pointer(&ldb8), unsafe.Pointer(&beta8), unsafe.Pointer(&c), unsafe.Pointer(&ldc8)})
+}
+
+// launchSgemmBatched queues pc_sgemm_batched.
+func (d *Device) launchSgemmBatched(grid, block [3]uint32, transA int32, transB int32, m int32, n int32, k int32, alpha float32, a Ptr, lda int32, strideA int64, b Ptr, ldb int32, strideB int64, beta float32, c Ptr, ldc int32, strideC int64) {
+	transA8 := uint64(uint32(transA))
+	transB8 := uint64(uint32(transB))
+	m8 := uint64(uint32(m))
+	n8 := uint64(uint32(n))
+	k8 := uint64(uint32(k))
+	alpha8 := uint64(math.Float32bits(alpha))
+	lda8 := uint64(uint32(lda))
+	ldb8 := uint64(uint32(ldb))
+	beta8 := uint64(math.Float32bits(beta))
+	ldc8 := uint64(uint32(ldc))
+	d.launch(KernelSgemmBatched, grid, block, []unsafe.Pointer{unsafe.Pointer(&transA8), unsafe.Pointer(&transB8), unsafe.Pointer(&m8), unsafe.Pointer(&n8), unsafe.Pointer(&k8), unsafe.Pointer(&alpha8), unsafe.Pointer(&a), unsafe.Pointer(&lda8), unsafe.Pointer(&strideA), unsafe.Pointer(&b), unsafe.Pointer(&ldb8), unsafe.Pointer(&strideB), unsafe.Pointer(&beta8), unsafe.Pointer(&c), unsafe.Pointer(&ldc8), unsafe.Pointer(&strideC)})
 }
 
 // launchConvFwd queues pc_conv_fwd.
@@ -429,4 +478,117 @@ func (d *Device) launchSgd(grid, block [3]uint32, w Ptr, g Ptr, buf Ptr, n int64
 	nesterov8 := uint64(uint32(nesterov))
 	first8 := uint64(uint32(first))
 	d.launch(KernelSgd, grid, block, []unsafe.Pointer{unsafe.Pointer(&w), unsafe.Pointer(&g), unsafe.Pointer(&buf), unsafe.Pointer(&n), unsafe.Pointer(&lr8), unsafe.Pointer(&momentum8), unsafe.Pointer(&dampening8), unsafe.Pointer(&wd8), unsafe.Pointer(&nesterov8), unsafe.Pointer(&first8)})
+}
+
+// launchAdamw queues pc_adamw.
+func (d *Device) launchAdamw(grid, block [3]uint32, w Ptr, g Ptr, m Ptr, v Ptr, n int64, decay float32, beta1 float32, beta2 float32, keep1 float32, keep2 float32, negStepSize float32, bc2Sqrt float32, eps float32, zeroGrad int32) {
+	decay8 := uint64(math.Float32bits(decay))
+	beta18 := uint64(math.Float32bits(beta1))
+	beta28 := uint64(math.Float32bits(beta2))
+	keep18 := uint64(math.Float32bits(keep1))
+	keep28 := uint64(math.Float32bits(keep2))
+	negStepSize8 := uint64(math.Float32bits(negStepSize))
+	bc2Sqrt8 := uint64(math.Float32bits(bc2Sqrt))
+	eps8 := uint64(math.Float32bits(eps))
+	zeroGrad8 := uint64(uint32(zeroGrad))
+	d.launch(KernelAdamw, grid, block, []unsafe.Pointer{unsafe.Pointer(&w), unsafe.Pointer(&g), unsafe.Pointer(&m), unsafe.Pointer(&v), unsafe.Pointer(&n), unsafe.Pointer(&decay8), unsafe.Pointer(&beta18), unsafe.Pointer(&beta28), unsafe.Pointer(&keep18), unsafe.Pointer(&keep28), unsafe.Pointer(&negStepSize8), unsafe.Pointer(&bc2Sqrt8), unsafe.Pointer(&eps8), unsafe.Pointer(&zeroGrad8)})
+}
+
+// launchEmbeddingFwd queues pc_embedding_fwd.
+func (d *Device) launchEmbeddingFwd(grid, block [3]uint32, ids Ptr, table Ptr, y Ptr, n int64, dim int32) {
+	dim8 := uint64(uint32(dim))
+	d.launch(KernelEmbeddingFwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&ids), unsafe.Pointer(&table), unsafe.Pointer(&y), unsafe.Pointer(&n), unsafe.Pointer(&dim8)})
+}
+
+// launchEmbeddingBwdAcc queues pc_embedding_bwd_acc.
+func (d *Device) launchEmbeddingBwdAcc(grid, block [3]uint32, ids Ptr, order Ptr, starts Ptr, dy Ptr, dtable Ptr, groups int32, dim int32) {
+	groups8 := uint64(uint32(groups))
+	dim8 := uint64(uint32(dim))
+	d.launch(KernelEmbeddingBwdAcc, grid, block, []unsafe.Pointer{unsafe.Pointer(&ids), unsafe.Pointer(&order), unsafe.Pointer(&starts), unsafe.Pointer(&dy), unsafe.Pointer(&dtable), unsafe.Pointer(&groups8), unsafe.Pointer(&dim8)})
+}
+
+// launchLayernormFwd queues pc_layernorm_fwd.
+func (d *Device) launchLayernormFwd(grid, block [3]uint32, x Ptr, gamma Ptr, beta Ptr, y Ptr, mean Ptr, rstd Ptr, rows int32, dim int32, eps float32) {
+	rows8 := uint64(uint32(rows))
+	dim8 := uint64(uint32(dim))
+	eps8 := uint64(math.Float32bits(eps))
+	d.launch(KernelLayernormFwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&gamma), unsafe.Pointer(&beta), unsafe.Pointer(&y), unsafe.Pointer(&mean), unsafe.Pointer(&rstd), unsafe.Pointer(&rows8), unsafe.Pointer(&dim8), unsafe.Pointer(&eps8)})
+}
+
+// launchLayernormBwdData queues pc_layernorm_bwd_data.
+func (d *Device) launchLayernormBwdData(grid, block [3]uint32, x Ptr, dy Ptr, gamma Ptr, mean Ptr, rstd Ptr, dx Ptr, rows int32, dim int32) {
+	rows8 := uint64(uint32(rows))
+	dim8 := uint64(uint32(dim))
+	d.launch(KernelLayernormBwdData, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&gamma), unsafe.Pointer(&mean), unsafe.Pointer(&rstd), unsafe.Pointer(&dx), unsafe.Pointer(&rows8), unsafe.Pointer(&dim8)})
+}
+
+// launchRmsnormFwd queues pc_rmsnorm_fwd.
+func (d *Device) launchRmsnormFwd(grid, block [3]uint32, x Ptr, gamma Ptr, y Ptr, rstd Ptr, rows int32, dim int32, eps float32) {
+	rows8 := uint64(uint32(rows))
+	dim8 := uint64(uint32(dim))
+	eps8 := uint64(math.Float32bits(eps))
+	d.launch(KernelRmsnormFwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&gamma), unsafe.Pointer(&y), unsafe.Pointer(&rstd), unsafe.Pointer(&rows8), unsafe.Pointer(&dim8), unsafe.Pointer(&eps8)})
+}
+
+// launchRmsnormBwdData queues pc_rmsnorm_bwd_data.
+func (d *Device) launchRmsnormBwdData(grid, block [3]uint32, x Ptr, dy Ptr, gamma Ptr, rstd Ptr, dx Ptr, rows int32, dim int32) {
+	rows8 := uint64(uint32(rows))
+	dim8 := uint64(uint32(dim))
+	d.launch(KernelRmsnormBwdData, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&gamma), unsafe.Pointer(&rstd), unsafe.Pointer(&dx), unsafe.Pointer(&rows8), unsafe.Pointer(&dim8)})
+}
+
+// launchNormParamGradsAcc queues pc_norm_param_grads_acc.
+func (d *Device) launchNormParamGradsAcc(grid, block [3]uint32, x Ptr, dy Ptr, mean Ptr, rstd Ptr, dgamma Ptr, dbeta Ptr, rows int32, dim int32) {
+	rows8 := uint64(uint32(rows))
+	dim8 := uint64(uint32(dim))
+	d.launch(KernelNormParamGradsAcc, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&mean), unsafe.Pointer(&rstd), unsafe.Pointer(&dgamma), unsafe.Pointer(&dbeta), unsafe.Pointer(&rows8), unsafe.Pointer(&dim8)})
+}
+
+// launchGeluTanhFwd queues pc_gelu_tanh_fwd.
+func (d *Device) launchGeluTanhFwd(grid, block [3]uint32, x Ptr, y Ptr, n int64) {
+	d.launch(KernelGeluTanhFwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&y), unsafe.Pointer(&n)})
+}
+
+// launchGeluTanhBwd queues pc_gelu_tanh_bwd.
+func (d *Device) launchGeluTanhBwd(grid, block [3]uint32, x Ptr, dy Ptr, dx Ptr, n int64) {
+	d.launch(KernelGeluTanhBwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&dy), unsafe.Pointer(&dx), unsafe.Pointer(&n)})
+}
+
+// launchSwigluFwd queues pc_swiglu_fwd.
+func (d *Device) launchSwigluFwd(grid, block [3]uint32, gate Ptr, up Ptr, y Ptr, n int64) {
+	d.launch(KernelSwigluFwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&gate), unsafe.Pointer(&up), unsafe.Pointer(&y), unsafe.Pointer(&n)})
+}
+
+// launchSwigluBwd queues pc_swiglu_bwd.
+func (d *Device) launchSwigluBwd(grid, block [3]uint32, gate Ptr, up Ptr, dy Ptr, dgate Ptr, dup Ptr, n int64) {
+	d.launch(KernelSwigluBwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&gate), unsafe.Pointer(&up), unsafe.Pointer(&dy), unsafe.Pointer(&dgate), unsafe.Pointer(&dup), unsafe.Pointer(&n)})
+}
+
+// launchRope queues pc_rope.
+func (d *Device) launchRope(grid, block [3]uint32, x Ptr, y Ptr, rows int64, seq int32, heads int32, headDim int32, theta float64, inverse int32) {
+	seq8 := uint64(uint32(seq))
+	heads8 := uint64(uint32(heads))
+	headDim8 := uint64(uint32(headDim))
+	inverse8 := uint64(uint32(inverse))
+	d.launch(KernelRope, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&y), unsafe.Pointer(&rows), unsafe.Pointer(&seq8), unsafe.Pointer(&heads8), unsafe.Pointer(&headDim8), unsafe.Pointer(&theta), unsafe.Pointer(&inverse8)})
+}
+
+// launchAttnSoftmax queues pc_attn_softmax.
+func (d *Device) launchAttnSoftmax(grid, block [3]uint32, probs Ptr, rows int64, seq int32, causal int32) {
+	seq8 := uint64(uint32(seq))
+	causal8 := uint64(uint32(causal))
+	d.launch(KernelAttnSoftmax, grid, block, []unsafe.Pointer{unsafe.Pointer(&probs), unsafe.Pointer(&rows), unsafe.Pointer(&seq8), unsafe.Pointer(&causal8)})
+}
+
+// launchAttnSoftmaxBwd queues pc_attn_softmax_bwd.
+func (d *Device) launchAttnSoftmaxBwd(grid, block [3]uint32, probs Ptr, dprobs Ptr, rows int64, seq int32, causal int32) {
+	seq8 := uint64(uint32(seq))
+	causal8 := uint64(uint32(causal))
+	d.launch(KernelAttnSoftmaxBwd, grid, block, []unsafe.Pointer{unsafe.Pointer(&probs), unsafe.Pointer(&dprobs), unsafe.Pointer(&rows), unsafe.Pointer(&seq8), unsafe.Pointer(&causal8)})
+}
+
+// launchAttnMask queues pc_attn_mask.
+func (d *Device) launchAttnMask(grid, block [3]uint32, x Ptr, rows int64, seq int32) {
+	seq8 := uint64(uint32(seq))
+	d.launch(KernelAttnMask, grid, block, []unsafe.Pointer{unsafe.Pointer(&x), unsafe.Pointer(&rows), unsafe.Pointer(&seq8)})
 }

@@ -94,6 +94,41 @@ func (b *blas) Sgemm(transA, transB bool, m, n, k int, alpha float32, a cuda.Ptr
 	return nil
 }
 
+// SgemmStridedBatched is Sgemm for batch products at once, with
+// cublasSgemmStridedBatched: product z reads a + z·strideA and b +
+// z·strideB and writes c + z·strideC (strides in elements), each
+// transposed into column-major as Sgemm does.
+func (b *blas) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a cuda.Ptr, lda int, strideA int64,
+	bm cuda.Ptr, ldb int, strideB int64, beta float32, c cuda.Ptr, ldc int, strideC int64, batch int) error {
+	if m < 0 || n < 0 || k < 0 || batch < 0 {
+		return fmt.Errorf("cublasSgemmStridedBatched: negative size %d×%d×%d, batch %d", m, n, k, batch)
+	}
+	if m == 0 || n == 0 || batch == 0 {
+		return nil
+	}
+	if k == 0 {
+		lda, ldb = max(lda, m, 1), max(ldb, n, 1)
+	}
+	for _, v := range []int{m, n, k, lda, ldb, ldc, batch} {
+		if v > math.MaxInt32 {
+			return fmt.Errorf("cublasSgemmStridedBatched: size %d×%d×%d (ld %d, %d, %d), batch %d beyond cuBLAS's int",
+				m, n, k, lda, ldb, ldc, batch)
+		}
+	}
+	if err := b.d.enter(); err != nil {
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	status := C.pc_cublasSgemmStridedBatched(b.handle, transOp(transB), transOp(transA), C.int(n), C.int(m), C.int(k),
+		C.float(alpha), C.uint64_t(bm), C.int(ldb), C.longlong(strideB), C.uint64_t(a), C.int(lda), C.longlong(strideA),
+		C.float(beta), C.uint64_t(c), C.int(ldc), C.longlong(strideC), C.int(batch))
+	if err := cublasError("cublasSgemmStridedBatched", status); err != nil {
+		return fmt.Errorf("%w (row-major m=%d n=%d k=%d transA=%t transB=%t lda=%d ldb=%d ldc=%d batch=%d)",
+			err, m, n, k, transA, transB, lda, ldb, ldc, batch)
+	}
+	return nil
+}
+
 func transOp(t bool) C.int {
 	if t {
 		return C.PC_CUBLAS_OP_T

@@ -52,6 +52,9 @@ static struct {
 	int (*cublasGetVersion_v2)(void *, int *);
 	int (*cublasSgemm_v2)(void *, int, int, int, int, int, const float *, const float *, int,
 	                      const float *, int, const float *, float *, int);
+	int (*cublasSgemmStridedBatched)(void *, int, int, int, int, int, const float *, const float *, int,
+	                                 long long, const float *, int, long long, const float *, float *, int,
+	                                 long long, int);
 	const char *(*cublasGetStatusString)(int); // optional
 } blas;
 
@@ -62,6 +65,7 @@ const char *pc_cublas_bind(void *lib) {
 		SYM(blas, cublasSetStream_v2),
 		SYM(blas, cublasGetVersion_v2),
 		SYM(blas, cublasSgemm_v2),
+		SYM(blas, cublasSgemmStridedBatched),
 	};
 	const char *missing = bind(lib, syms, (int)(sizeof syms / sizeof syms[0]));
 	if (missing == NULL) {
@@ -83,6 +87,16 @@ int pc_cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
 	return blas.cublasSgemm_v2(handle, transa, transb, m, n, k, &alpha,
 	                           (const float *)(uintptr_t)a, lda, (const float *)(uintptr_t)b, ldb,
 	                           &beta, (float *)(uintptr_t)c, ldc);
+}
+
+int pc_cublasSgemmStridedBatched(void *handle, int transa, int transb, int m, int n, int k,
+                                 float alpha, uint64_t a, int lda, long long strideA, uint64_t b, int ldb,
+                                 long long strideB, float beta, uint64_t c, int ldc, long long strideC,
+                                 int batch) {
+	return blas.cublasSgemmStridedBatched(handle, transa, transb, m, n, k, &alpha,
+	                                      (const float *)(uintptr_t)a, lda, strideA,
+	                                      (const float *)(uintptr_t)b, ldb, strideB,
+	                                      &beta, (float *)(uintptr_t)c, ldc, strideC, batch);
 }
 
 const char *pc_cublasGetStatusString(int status) {

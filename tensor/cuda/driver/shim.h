@@ -44,6 +44,12 @@ int pc_cublasGetVersion_v2(void *handle, int *version);
 int pc_cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
                       float alpha, uint64_t a, int lda, uint64_t b, int ldb,
                       float beta, uint64_t c, int ldc);
+// pc_cublasSgemmStridedBatched is cublasSgemmStridedBatched (cuBLAS 8 and
+// later): strides in elements, as long long.
+int pc_cublasSgemmStridedBatched(void *handle, int transa, int transb, int m, int n, int k,
+                                 float alpha, uint64_t a, int lda, long long strideA, uint64_t b, int ldb,
+                                 long long strideB, float beta, uint64_t c, int ldc, long long strideC,
+                                 int batch);
 // pc_cublasGetStatusString returns cublasGetStatusString's text, or NULL
 // where the library predates it (cuBLAS before 11.4.2): that symbol is
 // optional.

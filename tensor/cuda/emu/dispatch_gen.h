@@ -38,76 +38,127 @@ static int pc_emu_dispatch(int k, void** args) {
 		pc_sgemm(*(int*)args[0], *(int*)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(float*)args[5], *(const float**)args[6], *(int*)args[7], *(const float**)args[8], *(int*)args[9], *(float*)args[10], *(float**)args[11], *(int*)args[12]);
 		return 0;
 	case 11:
-		pc_conv_fwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
+		pc_sgemm_batched(*(int*)args[0], *(int*)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(float*)args[5], *(const float**)args[6], *(int*)args[7], *(long long*)args[8], *(const float**)args[9], *(int*)args[10], *(long long*)args[11], *(float*)args[12], *(float**)args[13], *(int*)args[14], *(long long*)args[15]);
 		return 0;
 	case 12:
-		pc_conv_bwd_data(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
+		pc_conv_fwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
 		return 0;
 	case 13:
-		pc_conv_bwd_filter_acc(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
+		pc_conv_bwd_data(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
 		return 0;
 	case 14:
-		pc_conv_bwd_filter_part(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15], *(int*)args[16]);
+		pc_conv_bwd_filter_acc(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15]);
 		return 0;
 	case 15:
-		pc_sum_parts_acc(*(const float**)args[0], *(float**)args[1], *(long long*)args[2], *(int*)args[3]);
+		pc_conv_bwd_filter_part(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14], *(int*)args[15], *(int*)args[16]);
 		return 0;
 	case 16:
-		pc_bn_stats(*(const float**)args[0], *(float**)args[1], *(float**)args[2], *(float**)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(float*)args[7]);
+		pc_sum_parts_acc(*(const float**)args[0], *(float**)args[1], *(long long*)args[2], *(int*)args[3]);
 		return 0;
 	case 17:
-		pc_bn_running(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4], *(long long*)args[5], *(float*)args[6]);
+		pc_bn_stats(*(const float**)args[0], *(float**)args[1], *(float**)args[2], *(float**)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(float*)args[7]);
 		return 0;
 	case 18:
-		pc_bn_invstd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(float*)args[3]);
+		pc_bn_running(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4], *(long long*)args[5], *(float*)args[6]);
 		return 0;
 	case 19:
-		pc_bn_apply(*(const float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
+		pc_bn_invstd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(float*)args[3]);
 		return 0;
 	case 20:
-		pc_bn_bwd_reduce(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
+		pc_bn_apply(*(const float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
 		return 0;
 	case 21:
-		pc_bn_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(const float**)args[6], *(float**)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10]);
+		pc_bn_bwd_reduce(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8]);
 		return 0;
 	case 22:
-		pc_bn_param_grads_acc(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4]);
+		pc_bn_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(const float**)args[5], *(const float**)args[6], *(float**)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10]);
 		return 0;
 	case 23:
-		pc_maxpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_bn_param_grads_acc(*(float**)args[0], *(float**)args[1], *(const float**)args[2], *(const float**)args[3], *(int*)args[4]);
 		return 0;
 	case 24:
-		pc_maxpool_bwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14]);
+		pc_maxpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 25:
-		pc_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_maxpool_bwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13], *(int*)args[14]);
 		return 0;
 	case 26:
-		pc_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
+		pc_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 27:
-		pc_adaptive_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
+		pc_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7], *(int*)args[8], *(int*)args[9], *(int*)args[10], *(int*)args[11], *(int*)args[12], *(int*)args[13]);
 		return 0;
 	case 28:
-		pc_adaptive_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
+		pc_adaptive_avgpool_fwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
 		return 0;
 	case 29:
-		pc_concat_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
+		pc_adaptive_avgpool_bwd(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6], *(int*)args[7]);
 		return 0;
 	case 30:
-		pc_split_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
+		pc_concat_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
 		return 0;
 	case 31:
-		pc_dropout(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(unsigned long long*)args[4], *(unsigned long long*)args[5], *(unsigned long long*)args[6], *(long long*)args[7], *(int*)args[8], *(float*)args[9]);
+		pc_split_part(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(int*)args[6]);
 		return 0;
 	case 32:
-		pc_softmax_xent(*(const float**)args[0], *(const int**)args[1], *(float**)args[2], *(double**)args[3], *(int*)args[4], *(int*)args[5], *(float*)args[6]);
+		pc_dropout(*(const float**)args[0], *(float**)args[1], *(int*)args[2], *(int*)args[3], *(unsigned long long*)args[4], *(unsigned long long*)args[5], *(unsigned long long*)args[6], *(long long*)args[7], *(int*)args[8], *(float*)args[9]);
 		return 0;
 	case 33:
+		pc_softmax_xent(*(const float**)args[0], *(const int**)args[1], *(float**)args[2], *(double**)args[3], *(int*)args[4], *(int*)args[5], *(float*)args[6]);
+		return 0;
+	case 34:
 		pc_sgd(*(float**)args[0], *(const float**)args[1], *(float**)args[2], *(long long*)args[3], *(float*)args[4], *(float*)args[5], *(float*)args[6], *(float*)args[7], *(int*)args[8], *(int*)args[9]);
+		return 0;
+	case 35:
+		pc_adamw(*(float**)args[0], *(float**)args[1], *(float**)args[2], *(float**)args[3], *(long long*)args[4], *(float*)args[5], *(float*)args[6], *(float*)args[7], *(float*)args[8], *(float*)args[9], *(float*)args[10], *(float*)args[11], *(float*)args[12], *(int*)args[13]);
+		return 0;
+	case 36:
+		pc_embedding_fwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(long long*)args[3], *(int*)args[4]);
+		return 0;
+	case 37:
+		pc_embedding_bwd_acc(*(const float**)args[0], *(const int**)args[1], *(const int**)args[2], *(const float**)args[3], *(float**)args[4], *(int*)args[5], *(int*)args[6]);
+		return 0;
+	case 38:
+		pc_layernorm_fwd(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7], *(float*)args[8]);
+		return 0;
+	case 39:
+		pc_layernorm_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(const float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7]);
+		return 0;
+	case 40:
+		pc_rmsnorm_fwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(float**)args[3], *(int*)args[4], *(int*)args[5], *(float*)args[6]);
+		return 0;
+	case 41:
+		pc_rmsnorm_bwd_data(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(int*)args[5], *(int*)args[6]);
+		return 0;
+	case 42:
+		pc_norm_param_grads_acc(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(const float**)args[3], *(float**)args[4], *(float**)args[5], *(int*)args[6], *(int*)args[7]);
+		return 0;
+	case 43:
+		pc_gelu_tanh_fwd(*(const float**)args[0], *(float**)args[1], *(long long*)args[2]);
+		return 0;
+	case 44:
+		pc_gelu_tanh_bwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(long long*)args[3]);
+		return 0;
+	case 45:
+		pc_swiglu_fwd(*(const float**)args[0], *(const float**)args[1], *(float**)args[2], *(long long*)args[3]);
+		return 0;
+	case 46:
+		pc_swiglu_bwd(*(const float**)args[0], *(const float**)args[1], *(const float**)args[2], *(float**)args[3], *(float**)args[4], *(long long*)args[5]);
+		return 0;
+	case 47:
+		pc_rope(*(const float**)args[0], *(float**)args[1], *(long long*)args[2], *(int*)args[3], *(int*)args[4], *(int*)args[5], *(double*)args[6], *(int*)args[7]);
+		return 0;
+	case 48:
+		pc_attn_softmax(*(float**)args[0], *(long long*)args[1], *(int*)args[2], *(int*)args[3]);
+		return 0;
+	case 49:
+		pc_attn_softmax_bwd(*(const float**)args[0], *(float**)args[1], *(long long*)args[2], *(int*)args[3], *(int*)args[4]);
+		return 0;
+	case 50:
+		pc_attn_mask(*(float**)args[0], *(long long*)args[1], *(int*)args[2]);
 		return 0;
 	}
 	return -1;
 }
 
-#define PC_EMU_NUM_KERNELS 34
+#define PC_EMU_NUM_KERNELS 51

@@ -5,7 +5,8 @@
 // the built-in indices, __syncthreads(), __shared__ fixed-size arrays
 // declared in kernel bodies, __device__ __forceinline__ helpers,
 // __restrict__ and <math.h>/<float.h>; and CUDA's integer and float
-// min/max, which nvcc declares without a header. CUDA's approximate
+// min/max and its round-to-nearest __fadd_rn, __fmul_rn and __fdiv_rn,
+// which nvcc declares without a header. CUDA's approximate
 // intrinsics (rsqrtf, __expf) are left undefined on purpose: emulated
 // exactly, they would hide their error on the GPU.
 #ifndef PIPECAST_EMU_PRELUDE_H
@@ -66,6 +67,14 @@ extern thread_local uint3 pc_emu_thread_idx;
 // compiler reloads threadIdx after it.
 extern "C" void pc_emu_syncthreads(void);
 #define __syncthreads() pc_emu_syncthreads()
+
+// CUDA's round-to-nearest float intrinsics, which nvcc never fuses into
+// an FMA: here plain operations, which g++ does not fuse on x86-64
+// without -mfma either. Unlike the approximate intrinsics, they are exact
+// IEEE operations, so emulating them hides nothing.
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
 
 // CUDA's min and max (crt/math_functions.hpp): the usual arithmetic
 // conversions, fmin/fmax for floating point.

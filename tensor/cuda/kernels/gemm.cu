@@ -1,5 +1,6 @@
-// gemm.cu: the tiled matrix product pc_sgemm, and the tile machinery it
-// shares with the implicit-GEMM convolutions of conv.cu.
+// gemm.cu: the tiled matrix product pc_sgemm and its strided batch
+// pc_sgemm_batched, and the tile machinery they share with the
+// implicit-GEMM convolutions of conv.cu.
 //
 // A block of 16×16 threads computes a 64×64 tile of the output, each
 // thread a 4×4 patch of it in registers. The depth is walked in slabs of
@@ -109,11 +110,13 @@ static __device__ __forceinline__ void pc_sgemm_load_b(const float* __restrict__
 	}
 }
 
-extern "C" __global__ void pc_sgemm(int transA, int transB, int m, int n, int k, float alpha,
-                                    const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
-                                    float beta, float* c, int ldc) {
-	alignas(16) __shared__ float pcGemmA[PC_SLAB][PC_SROW];
-	alignas(16) __shared__ float pcGemmB[PC_SLAB][PC_SROW];
+// pc_sgemm_tile computes the block's 64×64 tile of c = alpha·op(a)·op(b) +
+// beta·c, staging the slabs in as and bs (the kernel's __shared__ arrays).
+// pc_sgemm and pc_sgemm_batched are this with their operands.
+static __device__ __forceinline__ void pc_sgemm_tile(int transA, int transB, int m, int n, int k, float alpha,
+                                                     const float* __restrict__ a, int lda,
+                                                     const float* __restrict__ b, int ldb, float beta, float* c,
+                                                     int ldc, float (*as)[PC_SROW], float (*bs)[PC_SROW]) {
 	int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
 	int m0 = blockIdx.y * PC_TILE, n0 = blockIdx.x * PC_TILE;
 
@@ -140,15 +143,15 @@ extern "C" __global__ void pc_sgemm(int transA, int transB, int m, int n, int k,
 	for (int k0 = 0; k0 < k; k0 += PC_SLAB) {
 		PC_UNROLL
 		for (int r = 0; r < 4; ++r) {
-			pcGemmA[ak + r * akStep][ai + r * aiStep] = ra[r];
-			pcGemmB[bk + r * bkStep][bj + r * bjStep] = rb[r];
+			as[ak + r * akStep][ai + r * aiStep] = ra[r];
+			bs[bk + r * bkStep][bj + r * bjStep] = rb[r];
 		}
 		__syncthreads();
 		if (k0 + PC_SLAB < k) {
 			pc_sgemm_load_a(a, lda, transA, m, k, m0, k0 + PC_SLAB, ai, ak, aiStep, akStep, ra);
 			pc_sgemm_load_b(b, ldb, transB, n, k, n0, k0 + PC_SLAB, bj, bk, bjStep, bkStep, rb);
 		}
-		pc_tile_slab(pcGemmA, pcGemmB, acc, tx, ty);
+		pc_tile_slab(as, bs, acc, tx, ty);
 		__syncthreads();
 	}
 
@@ -167,4 +170,26 @@ extern "C" __global__ void pc_sgemm(int transA, int transB, int m, int n, int k,
 			*p = v;
 		}
 	}
+}
+
+extern "C" __global__ void pc_sgemm(int transA, int transB, int m, int n, int k, float alpha,
+                                    const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                                    float beta, float* c, int ldc) {
+	alignas(16) __shared__ float pcGemmA[PC_SLAB][PC_SROW];
+	alignas(16) __shared__ float pcGemmB[PC_SLAB][PC_SROW];
+	pc_sgemm_tile(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pcGemmA, pcGemmB);
+}
+
+// Block z of the grid computes product z, its operands z·stride elements
+// on: the batches of attention's per-head products (cuBLAS's
+// cublasSgemmStridedBatched, where the device has no cuBLAS).
+extern "C" __global__ void pc_sgemm_batched(int transA, int transB, int m, int n, int k, float alpha,
+                                            const float* __restrict__ a, int lda, long long strideA,
+                                            const float* __restrict__ b, int ldb, long long strideB, float beta,
+                                            float* c, int ldc, long long strideC) {
+	alignas(16) __shared__ float pcGemmBatchA[PC_SLAB][PC_SROW];
+	alignas(16) __shared__ float pcGemmBatchB[PC_SLAB][PC_SROW];
+	long long z = blockIdx.z;
+	pc_sgemm_tile(transA, transB, m, n, k, alpha, a + z * strideA, lda, b + z * strideB, ldb, beta, c + z * strideC,
+	              ldc, pcGemmBatchA, pcGemmBatchB);
 }

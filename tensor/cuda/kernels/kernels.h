@@ -5,8 +5,9 @@
 // Conventions:
 //   - every kernel is extern "C" and named pc_*; its parameters are
 //     float* / const float* (device pointers, already offset to the
-//     tensor's first element), const int* (labels), double* (per-row
-//     losses), int, long long, float or unsigned long long; nothing else;
+//     tensor's first element), const int* (labels, index lists),
+//     double* (per-row losses), int, long long, float, double (RoPE's
+//     base) or unsigned long long; nothing else;
 //   - tensors are dense, row-major, NCHW for images;
 //   - element counts that may pass 2^31 are long long; kernels loop with
 //     a grid stride, so any grid covers any size;
@@ -54,6 +55,13 @@ __global__ void pc_channel_sums_acc(const float* dy, float* dbias, int n, int c,
 __global__ void pc_sgemm(int transA, int transB, int m, int n, int k, float alpha,
                          const float* a, int lda, const float* b, int ldb,
                          float beta, float* c, int ldc);
+// gridDim.z products of pc_sgemm's form at once: product z reads a +
+// z·strideA and b + z·strideB and writes c + z·strideC (cuBLAS's
+// cublasSgemmStridedBatched, row-major).
+__global__ void pc_sgemm_batched(int transA, int transB, int m, int n, int k, float alpha,
+                                 const float* a, int lda, long long strideA,
+                                 const float* b, int ldb, long long strideB,
+                                 float beta, float* c, int ldc, long long strideC);
 
 // ---- convolution (implicit GEMM: the fallback when cuDNN is absent) ----
 // Shapes: x [n, c, h, w], weights [o, c, kh, kw], y [n, o, oh, ow];
@@ -167,6 +175,77 @@ __global__ void pc_softmax_xent(const float* logits, const int* labels, float* d
 // d is used as is).
 __global__ void pc_sgd(float* w, const float* g, float* buf, long long n, float lr,
                        float momentum, float dampening, float wd, int nesterov, int first);
+
+// One step of torch.optim.AdamW (tensor.AdamWStepIn) with the scalars
+// the caller worked out in float64 as torch does: w = w·decay; m =
+// m·beta1 + keep1·g; v = v·beta2 + keep2·g·g; denom = sqrt(v)/bc2Sqrt +
+// eps; w = w + negStepSize·m/denom, every operation rounded to float32
+// in that order (no fused multiply-adds); then g = 0 when zeroGrad.
+__global__ void pc_adamw(float* w, float* g, float* m, float* v, long long n, float decay, float beta1,
+                         float beta2, float keep1, float keep2, float negStepSize, float bc2Sqrt,
+                         float eps, int zeroGrad);
+
+// ---- decoder transformers (tensor.TransformerKernels) ----
+// Rows are tokens: x [rows, dim]. Sums over a row or a column run in
+// double, one block per row or column, and each output rounds once.
+
+// y[i, c] = table[ids[i], c] for n ids (whole numbers in [0, vocab) held
+// as floats, checked by the caller) and rows of dim values.
+__global__ void pc_embedding_fwd(const float* ids, const float* table, float* y, long long n, int dim);
+// dtable[v, c] += dy[i, c] over the rows i of each token v: the rows
+// grouped by token as order[starts[s]], …, order[starts[s + 1] − 1]
+// (ascending within a group), v = ids[order[starts[s]]]. One thread per
+// (group, column) adds its rows in that order in float32, as the CPU's
+// loop does: no two threads write one element.
+__global__ void pc_embedding_bwd_acc(const float* ids, const int* order, const int* starts, const float* dy,
+                                     float* dtable, int groups, int dim);
+// One block per row: mean, the biased variance (two passes), rstd =
+// 1/sqrt(var + eps), y = (x − mean)·rstd·gamma + beta.
+__global__ void pc_layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                 float* rstd, int rows, int dim, float eps);
+// One block per row: with x̂ = (x − mean)·rstd and g = dy·gamma, dx =
+// rstd·(g − mean(g) − x̂·mean(g·x̂)).
+__global__ void pc_layernorm_bwd_data(const float* x, const float* dy, const float* gamma, const float* mean,
+                                      const float* rstd, float* dx, int rows, int dim);
+// One block per row: rstd = 1/sqrt(mean(x²) + eps), y = x·rstd·gamma.
+__global__ void pc_rmsnorm_fwd(const float* x, const float* gamma, float* y, float* rstd, int rows, int dim,
+                               float eps);
+// One block per row: with x̂ = x·rstd and g = dy·gamma, dx = rstd·(g −
+// x̂·mean(g·x̂)).
+__global__ void pc_rmsnorm_bwd_data(const float* x, const float* dy, const float* gamma, const float* rstd,
+                                    float* dx, int rows, int dim);
+// One block per column c: dgamma[c] += Σ_r dy·x̂ and dbeta[c] += Σ_r dy,
+// x̂ = (x − mean)·rstd, or x·rstd when mean is NULL (RMSNorm); a NULL
+// dgamma or dbeta is skipped.
+__global__ void pc_norm_param_grads_acc(const float* x, const float* dy, const float* mean, const float* rstd,
+                                        float* dgamma, float* dbeta, int rows, int dim);
+// y = ½x(1 + tanh(√(2/π)(x + 0.044715x³))) in double; y may alias x.
+__global__ void pc_gelu_tanh_fwd(const float* x, float* y, long long n);
+// dx = dy·gelu′(x) in double; dx may alias dy.
+__global__ void pc_gelu_tanh_bwd(const float* x, const float* dy, float* dx, long long n);
+// y = silu(gate)·up in double.
+__global__ void pc_swiglu_fwd(const float* gate, const float* up, float* y, long long n);
+// dgate = dy·up·silu′(gate), dup = dy·silu(gate) in double; a NULL one
+// is skipped.
+__global__ void pc_swiglu_bwd(const float* gate, const float* up, const float* dy, float* dgate, float* dup,
+                              long long n);
+// The rotate-half rotary embedding of x [rows, heads, headDim] into y
+// (which may alias x), row r at position r mod seq: pair (i, i + hd/2) of
+// each head turns by a = s·theta^(−2i/hd) (−a when inverse), the angle,
+// its cosine and sine in double. One thread per pair.
+__global__ void pc_rope(const float* x, float* y, long long rows, int seq, int heads, int headDim, double theta,
+                        int inverse);
+// One block per row of probs [rows, seq] (rows = B·H·S, the query
+// position t = row mod seq): the softmax of the row in place, the
+// maximum, exponentials and sum in double; under causal only positions
+// ≤ t count, and the others are set to exactly 0.
+__global__ void pc_attn_softmax(float* probs, long long rows, int seq, int causal);
+// One block per row: dprobs = probs·(dprobs − Σ dprobs·probs) in place,
+// the sum in double; the masked positions (causal) set to 0.
+__global__ void pc_attn_softmax_bwd(const float* probs, float* dprobs, long long rows, int seq, int causal);
+// x[row, u] = 0 for u > row mod seq: the causal mask on rows [rows,
+// seq].
+__global__ void pc_attn_mask(float* x, long long rows, int seq);
 
 #ifdef __cplusplus
 }

@@ -22,13 +22,14 @@ const (
 	Int           Type = "int"
 	LongLong      Type = "long long"
 	Float         Type = "float"
+	Double        Type = "double"
 	ULongLong     Type = "unsigned long long"
 )
 
 // goType is the Go type of each parameter type's launch argument.
 var goType = map[Type]string{
 	FloatPtr: "Ptr", ConstFloatPtr: "Ptr", ConstIntPtr: "Ptr", DoublePtr: "Ptr",
-	Int: "int32", LongLong: "int64", Float: "float32", ULongLong: "uint64",
+	Int: "int32", LongLong: "int64", Float: "float32", Double: "float64", ULongLong: "uint64",
 }
 
 // Param is one parameter of a kernel.
@@ -60,7 +61,7 @@ func (k Kernel) GoName() string {
 var (
 	protoRE   = regexp.MustCompile(`__global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*;`)
 	commentRE = regexp.MustCompile(`(?m)//.*$`)
-	paramRE   = regexp.MustCompile(`^(const float\*|float\*|const int\*|double\*|unsigned long long|long long|int|float)\s*(\w+)$`)
+	paramRE   = regexp.MustCompile(`^(const float\*|float\*|const int\*|double\*|unsigned long long|long long|int|float|double)\s*(\w+)$`)
 )
 
 // Parse returns the header's kernels in order.
@@ -157,7 +158,7 @@ func goIdent(name string) string {
 // cType is the C type each parameter's argument is read as.
 var cType = map[Type]string{
 	FloatPtr: "float*", ConstFloatPtr: "const float*", ConstIntPtr: "const int*", DoublePtr: "double*",
-	Int: "int", LongLong: "long long", Float: "float", ULongLong: "unsigned long long",
+	Int: "int", LongLong: "long long", Float: "float", Double: "double", ULongLong: "unsigned long long",
 }
 
 // CSource renders emu/dispatch_gen.h: pc_emu_dispatch(k, args) calls

@@ -9,7 +9,7 @@ func TestParse(t *testing.T) {
 	ks, err := Parse([]byte(`// a comment with __global__ void pc_no(int x);
 __global__ void pc_relu_fwd(const float* x, float *y,
     long long n); // trailing
-__global__ void pc_k(unsigned long long s, const int* l, double* d, int i, float f);`))
+__global__ void pc_k(unsigned long long s, const int* l, double* d, int i, float f, double th);`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ __global__ void pc_k(unsigned long long s, const int* l, double* d, int i, float
 	if p := ks[0].Params[1]; p != (Param{"y", FloatPtr}) {
 		t.Errorf("second parameter %+v, want y float*", p)
 	}
-	if p := ks[1].Params; p[0].Type != ULongLong || p[1].Type != ConstIntPtr || p[2].Type != DoublePtr {
+	if p := ks[1].Params; p[0].Type != ULongLong || p[1].Type != ConstIntPtr || p[2].Type != DoublePtr || p[5] != (Param{"th", Double}) {
 		t.Errorf("types %+v", p)
 	}
 	for _, bad := range []string{
@@ -33,7 +33,8 @@ __global__ void pc_k(unsigned long long s, const int* l, double* d, int i, float
 		}
 	}
 	c := string(CSource(ks))
-	if !strings.Contains(c, "pc_relu_fwd(*(const float**)args[0], *(float**)args[1], *(long long*)args[2]);") {
+	if !strings.Contains(c, "pc_relu_fwd(*(const float**)args[0], *(float**)args[1], *(long long*)args[2]);") ||
+		!strings.Contains(c, "*(float*)args[4], *(double*)args[5]);") {
 		t.Errorf("dispatch:\n%s", c)
 	}
 }
