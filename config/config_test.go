@@ -52,6 +52,18 @@ func TestValidate(t *testing.T) {
 			c.Schedule = schedule.Options{Name: schedule.Coop, Devices: 3, Micro: 1, Prefetch: 1}
 		}, rule: RuleShards, want: "coop with batch 8 at K=3: the batch does not split into 3 equal shards"},
 		{name: "unknown balance", change: func(c *Config) { c.Balance = "flops" }, rule: RuleBalance, want: `balance "flops"`},
+		{name: "partition given", change: func(c *Config) { c.Schedule.Devices, c.Balance, c.Bounds = 2, BalanceGiven, []int{0, 1, 3} }},
+		{name: "given balance without a partition", change: func(c *Config) { c.Schedule.Devices, c.Balance = 2, BalanceGiven },
+			rule: RulePartition, want: "no partition given"},
+		{name: "partition of too many stages", change: func(c *Config) { c.Schedule.Devices, c.Bounds = 2, []int{0, 1, 2, 3} },
+			rule: RulePartition, want: "3 stages, but gpipe at K=2 cuts mlp into 2"},
+		{name: "partition of too few stages for interleaved", change: func(c *Config) {
+			c.Schedule, c.Bounds = schedule.Options{Name: schedule.Interleaved, Devices: 1, Micro: 2, Virtual: 3}, []int{0, 1, 3}
+		}, rule: RulePartition, want: "2 stages, but interleaved at K=1 with v=3 (K·v) cuts mlp into 3"},
+		{name: "partition with an empty stage", change: func(c *Config) { c.Schedule.Devices, c.Bounds = 2, []int{0, 0, 3} },
+			rule: RulePartition, want: "a stage of 0 blocks: every stage needs at least 1"},
+		{name: "partition of other blocks", change: func(c *Config) { c.Schedule.Devices, c.Bounds = 2, []int{0, 1, 4} },
+			rule: RulePartition, want: "4 blocks, but mlp has 3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +109,9 @@ func TestPartition(t *testing.T) {
 		{name: "one stage by time measures nothing", cfg: Config{Balance: BalanceTime}, stages: 1, want: []int{0, 3}},
 		{name: "bounds given", cfg: Config{Balance: BalanceTime, Bounds: []int{0, 1, 3}}, stages: 2, want: []int{0, 1, 3}},
 		{name: "bounds that do not fit", cfg: Config{Bounds: []int{0, 2}}, stages: 2, wantErr: "want 3 stage bounds from 0 to 3"},
+		{name: "bounds with an empty stage", cfg: Config{Bounds: []int{0, 3, 3}}, stages: 2, wantErr: "every stage needs at least 1"},
+		{name: "given without bounds", cfg: Config{Balance: BalanceGiven}, stages: 2, wantErr: "no partition given"},
+		{name: "given", cfg: Config{Balance: BalanceGiven, Bounds: []int{0, 2, 3}}, stages: 2, want: []int{0, 2, 3}},
 		{name: "unknown balance", cfg: Config{Balance: "flops"}, stages: 2, wantErr: `balance "flops"`},
 	}
 	for _, tc := range tests {

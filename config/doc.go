@@ -2,7 +2,8 @@
 // configuration (Config) with the defaults the runner fills, Validate with
 // every rule of what can run and the reason when something cannot, the
 // typed balance and the one function that turns it into block costs and
-// stage bounds, sweeps (lists of values → configurations, Sweep.Expand),
+// stage bounds (with the memory model the memory balance minimises, and
+// splits given whole), sweeps (lists of values → configurations, Sweep.Expand),
 // and the configuration's form in a run record (RecordConfig,
 // FromRecord).
 //

@@ -33,10 +33,15 @@ type Sweep struct {
 	// list means the option's default.
 	Variants schedule.Variants
 
-	Balance   Balance
-	Threads   int // per device; 0: DefaultThreads of the sweep's largest K
-	Backend   string
-	Transport string // "": in-process
+	Balance Balance
+	// Partitions are splits given whole, as block counts per stage, for
+	// BalanceGiven: each configuration runs with every one of them that
+	// has its stage count (K, or K·v for interleaved), and a
+	// configuration that none has fails the sweep.
+	Partitions [][]int
+	Threads    int // per device; 0: DefaultThreads of the sweep's largest K
+	Backend    string
+	Transport  string // "": in-process
 	// Optimizer names the optimizer of every configuration ("":
 	// each model's own, models.OptimizerOf).
 	Optimizer string
@@ -115,7 +120,10 @@ func (s Sweep) Check() error {
 		return err
 	}
 	if _, err := ParseBalance(string(s.Balance)); err != nil {
-		return &FieldError{Field: "balance", Value: fmt.Sprintf("%q", s.Balance), Reason: "unknown cost (want params, macs or time)"}
+		return &FieldError{Field: "balance", Value: fmt.Sprintf("%q", s.Balance), Reason: "unknown balance (want " + balanceWant() + ")"}
+	}
+	if err := s.checkPartitions(); err != nil {
+		return err
 	}
 	if s.Optimizer != "" && !slices.Contains(models.OptimizerNames(), s.Optimizer) {
 		return &FieldError{Field: "optimizer", Value: fmt.Sprintf("%q", s.Optimizer),
@@ -141,6 +149,25 @@ func (s Sweep) Check() error {
 			reason += "; " + hint
 		}
 		return &FieldError{Field: "backend", Value: fmt.Sprintf("%q", s.Backend), Reason: reason}
+	}
+	return nil
+}
+
+// checkPartitions checks the partitions given on their own: each stage
+// of a block at least, and given where (and only where) the balance is
+// BalanceGiven.
+func (s Sweep) checkPartitions() error {
+	switch {
+	case s.Balance == BalanceGiven && len(s.Partitions) == 0:
+		return &FieldError{Field: "balance", Value: string(s.Balance), Reason: "no partition given: give the blocks of each stage"}
+	case s.Balance != BalanceGiven && len(s.Partitions) > 0:
+		return &FieldError{Field: "balance", Value: string(s.Balance),
+			Reason: "a partition is given (" + FormatPartition(s.Partitions[0]) + "), so nothing is balanced"}
+	}
+	for _, p := range s.Partitions {
+		if err := checkSizes(p); err != nil {
+			return &FieldError{Field: "partition", Value: FormatPartition(p), Reason: err.Error(), Err: err}
+		}
 	}
 	return nil
 }
@@ -248,13 +275,20 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 						notes = append(notes, n)
 					}
 					continue
-				case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads || inv.Rule == RuleInjection):
+				case errors.As(err, &inv) && inv.Rule == RulePartition && cfg.Bounds == nil:
+					// No partition given has the configuration's stages.
+					return nil, nil, &FieldError{Field: "partition", Value: formatPartitions(s.Partitions), Err: err,
+						Reason: fmt.Sprintf("%s, but %s cuts %s into %d", stageCounts(s.Partitions), stagesOf(cfg), cfg.Model, cfg.Stages())}
+				case errors.As(err, &inv) && (inv.Rule == RuleImage || inv.Rule == RuleStages || inv.Rule == RuleThreads ||
+					inv.Rule == RuleInjection || inv.Rule == RulePartition):
 					// The value is at fault whatever it combines with.
 					return nil, nil, &FieldError{Field: inv.Field, Value: inv.Value, Reason: inv.Reason, Err: err}
 				case err != nil:
 					return nil, nil, err
 				}
-				key := fmt.Sprintf("%+v", cfg)
+				// Go syntax, not Config.String, which names only some
+				// fields (two splits of one configuration read alike).
+				key := fmt.Sprintf("%#v", cfg)
 				if seen[key] {
 					continue // two sizes that one model takes alike
 				}
@@ -291,16 +325,66 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 				for _, name := range s.Schedules {
 					for _, opts := range s.Variants.Of(name) {
 						opts.Devices, opts.Micro = k, m
-						out = append(out, Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
+						cfg := Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
 							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
 							Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
-						})
+						}
+						out = append(out, s.partitioned(cfg)...)
 					}
 				}
 			}
 		}
 	}
 	return out
+}
+
+// partitioned returns cfg with each partition given of its stage count
+// as its Bounds; cfg itself where none is given, or none has its stages
+// (which Validate then refuses, unless the combination is a misfit).
+func (s Sweep) partitioned(cfg Config) []Config {
+	var out []Config
+	for _, p := range s.Partitions {
+		if len(p) == cfg.Stages() {
+			c := cfg
+			c.Bounds = BoundsOf(p)
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return []Config{cfg}
+	}
+	return out
+}
+
+// formatPartitions writes partitions as a sweep's message names them:
+// "3,4,4,3" or "3,4,4,3 and 7,7".
+func formatPartitions(ps [][]int) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = FormatPartition(p)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// stageCounts says how many stages partitions have: "4 stages", "4 and
+// 2 stages".
+func stageCounts(ps [][]int) string {
+	var counts []string
+	for _, p := range ps {
+		if n := fmt.Sprint(len(p)); !slices.Contains(counts, n) {
+			counts = append(counts, n)
+		}
+	}
+	if len(counts) == 1 {
+		if counts[0] == "1" {
+			return "1 stage"
+		}
+		return counts[0] + " stages"
+	}
+	return strings.Join(counts[:len(counts)-1], ", ") + " and " + counts[len(counts)-1] + " stages"
 }
 
 // backendBuilds says how to build the backends that a default build

@@ -25,6 +25,7 @@ const (
 	RuleMicro                 // the batch splits into M equal micro-batches
 	RuleShards                // coop: the batch splits into K equal shards
 	RuleBalance               // the balance is one the partitioner knows
+	RulePartition             // a partition given (Bounds) has the configuration's stages, each of a block at least, and the model's blocks
 	RuleTransport             // the transport is one the runner knows
 	RuleThreads               // the devices' threads fit what the Go runtime and the system allow
 	RuleInjection             // an injected straggler or failure names a device of the run
@@ -45,8 +46,8 @@ type InvalidError struct {
 	// value.
 	Field, Value string
 	// Reason is the whole message; for RuleImage, RuleStages,
-	// RuleThreads and RuleInjection it is about the value and does not
-	// repeat the field.
+	// RuleThreads, RuleInjection and RulePartition it is about the value
+	// and does not repeat the field.
 	Reason string
 	// Err is the underlying error, if any.
 	Err error
@@ -110,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseBalance(string(c.Balance)); err != nil {
 		return &InvalidError{Rule: RuleBalance, Field: "balance", Value: string(c.Balance), Reason: err.Error(), Err: err}
+	}
+	if err := checkPartition(c, len(m.Blocks)); err != nil {
+		return err
 	}
 	if st := c.Straggler; st.Factor != 0 && (st.Factor < 1 || st.Device >= s.Devices) {
 		return invalid(RuleInjection, "straggler", fmt.Sprintf("%d:%g", st.Device, st.Factor),

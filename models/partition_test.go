@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -143,5 +144,90 @@ func TestPartitionExamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPartitionByAgainstBruteForce checks the stage-dependent partition
+// against every split: each stage s weighs its blocks' costs by a
+// factor of its own (as a memory balance weighs activations by the
+// micro-batches a stage keeps) and some stages cannot hold more than a
+// limit (+Inf beyond it).
+func TestPartitionByAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	for trial := 0; trial < 300; trial++ {
+		n := 1 + rng.IntN(9)
+		k := 1 + rng.IntN(n)
+		costs, weight, limit := make([]float64, n), make([]float64, k), make([]float64, k)
+		for i := range costs {
+			costs[i] = float64(rng.IntN(6))
+		}
+		for s := range weight {
+			weight[s] = 1 + float64(rng.IntN(4))
+			limit[s] = math.Inf(1)
+			if rng.IntN(4) == 0 {
+				limit[s] = float64(rng.IntN(12))
+			}
+		}
+		sum := func(lo, hi int) float64 {
+			c := 0.0
+			for _, v := range costs[lo:hi] {
+				c += v
+			}
+			return c
+		}
+		cost := func(s, lo, hi int) float64 {
+			if c := weight[s] * sum(lo, hi); c <= limit[s] {
+				return c
+			}
+			return math.Inf(1)
+		}
+		// Every split by brute force: the smallest largest cost, and
+		// the smallest sum of squares of sum among those reaching it.
+		wantMax, wantSq := math.Inf(1), math.Inf(1)
+		bounds := make([]int, k+1)
+		bounds[k] = n
+		var rec func(s, start int)
+		rec = func(s, start int) {
+			if s == k {
+				mx, sq := 0.0, 0.0
+				for st := 0; st < k; st++ {
+					mx = math.Max(mx, cost(st, bounds[st], bounds[st+1]))
+					e := sum(bounds[st], bounds[st+1])
+					sq += e * e
+				}
+				if mx < wantMax || mx == wantMax && sq < wantSq {
+					wantMax, wantSq = mx, sq
+				}
+				return
+			}
+			for b := start; b <= n-(k-s); b++ {
+				bounds[s] = b
+				rec(s+1, b+1)
+			}
+		}
+		rec(1, 1)
+		got, err := PartitionBy(n, k, cost, sum)
+		if math.IsInf(wantMax, 1) {
+			if !errors.Is(err, ErrNoPartition) {
+				t.Errorf("costs %v weights %v limits %v: got %v, %v; want ErrNoPartition", costs, weight, limit, got, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("costs %v weights %v limits %v: %v", costs, weight, limit, err)
+		}
+		mx, sq := 0.0, 0.0
+		for s := 0; s < k; s++ {
+			if got[s] >= got[s+1] {
+				t.Fatalf("empty stage %d in %v", s, got)
+			}
+			mx = math.Max(mx, cost(s, got[s], got[s+1]))
+			e := sum(got[s], got[s+1])
+			sq += e * e
+		}
+		if mx != wantMax || sq != wantSq {
+			t.Errorf("costs %v weights %v limits %v: bounds %v give largest %v and squares %v, want %v and %v",
+				costs, weight, limit, got, mx, sq, wantMax, wantSq)
+		}
 	}
 }

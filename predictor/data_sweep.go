@@ -11,9 +11,11 @@ import (
 // DataSweep returns the sweep of what recs hold for key: its sizes,
 // threads, backend and optimizer, and every batch, device count,
 // micro-batch count, schedule and schedule option among its runs, each
-// list sorted. The balance is the data's where its runs agree, otherwise
-// time; the data set, seed and the optimizer's hyper-parameters are the
-// first run's.
+// list sorted; of a language model, whose key spans sequence lengths,
+// every sequence length among its runs too. The balance is the data's where its runs agree, otherwise
+// time, with the splits the runs were given where they agree on given
+// ones (dataPartitions); the data set, seed and the optimizer's
+// hyper-parameters are the first run's.
 func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	s := config.Sweep{
 		Models:    []string{key.Model},
@@ -24,6 +26,9 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		Optimizer: key.OptimizerName(),
 	}
 	s.SizeVariants.Add(key.SizeRecord)
+	if key.SpansSeq() {
+		s.SizeVariants.Seqs = nil // the runs': 0 would be the model's default
+	}
 	var balances []string
 	var variants schedule.Variants
 	for i := range recs {
@@ -41,6 +46,9 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 				}
 			}
 		}
+		if key.SpansSeq() {
+			s.SizeVariants.Seqs = appendNew(s.SizeVariants.Seqs, c.Seq)
+		}
 		s.Batches = appendNew(s.Batches, c.Batch)
 		s.Devices = appendNew(s.Devices, c.Devices)
 		s.Micro = appendNew(s.Micro, c.Micro)
@@ -50,6 +58,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		}
 		balances = appendNew(balances, c.Balance)
 	}
+	slices.Sort(s.SizeVariants.Seqs)
 	slices.Sort(s.Batches)
 	slices.Sort(s.Devices)
 	slices.Sort(s.Micro)
@@ -60,6 +69,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	if len(balances) == 1 {
 		s.Balance = config.Balance(balances[0])
 	}
+	s.Partitions = dataPartitions(recs, key, s.Balance)
 	return s
 }
 

@@ -19,8 +19,11 @@ type Drift struct {
 	// BlockDrift.
 	Fold string
 	Key  Key
-	// Samples is the micro-batch size, Phase "forward" or "backward".
+	// Samples is the micro-batch size, Seq a language model's sequence
+	// length (0, left out of JSON, for any other model), Phase "forward"
+	// or "backward".
 	Samples int
+	Seq     int `json:",omitempty"`
 	Phase   string
 	// Blocks counts the blocks both sets timed at this size; Ratio is
 	// their summed median time in the held-out runs over that in the
@@ -31,10 +34,10 @@ type Drift struct {
 
 // driftKey is a block's phase at a size in one cost model.
 type driftKey struct {
-	key     Key
-	samples int
-	phase   string
-	block   int
+	key          Key
+	samples, seq int
+	phase        string
+	block        int
 }
 
 // blockTimes collects every block's measured forward and backward times
@@ -49,11 +52,11 @@ func blockTimes(recs []profiler.Record) map[driftKey][]float64 {
 		k := KeyOf(r)
 		for _, b := range r.Blocks {
 			if b.ForwardNanos > 0 {
-				dk := driftKey{k, b.Samples, PhaseForward.String(), b.Block}
+				dk := driftKey{k, b.Samples, r.Config.Seq, PhaseForward.String(), b.Block}
 				out[dk] = append(out[dk], float64(b.ForwardNanos))
 			}
 			if b.BackwardNanos > 0 {
-				dk := driftKey{k, b.Samples, PhaseBackward.String(), b.Block}
+				dk := driftKey{k, b.Samples, r.Config.Seq, PhaseBackward.String(), b.Block}
 				out[dk] = append(out[dk], float64(b.BackwardNanos))
 			}
 		}
@@ -62,15 +65,15 @@ func blockTimes(recs []profiler.Record) map[driftKey][]float64 {
 }
 
 // BlockDrift compares the blocks the held-out runs (test) timed with the
-// same blocks at the same micro-batch size in the fitted runs (train):
-// one Drift per cost model, size and phase that both timed, ordered by
-// model, size and phase.
+// same blocks at the same micro-batch size (and sequence length) in the
+// fitted runs (train): one Drift per cost model, size and phase that both
+// timed, ordered by model, size and phase.
 func BlockDrift(train, test []profiler.Record) []Drift {
 	fitted, held := blockTimes(train), blockTimes(test)
 	type group struct {
-		key     Key
-		samples int
-		phase   string
+		key          Key
+		samples, seq int
+		phase        string
 	}
 	type acc struct {
 		d          Drift
@@ -82,10 +85,10 @@ func BlockDrift(train, test []profiler.Record) []Drift {
 		if !ok {
 			continue
 		}
-		g := group{dk.key, dk.samples, dk.phase}
+		g := group{dk.key, dk.samples, dk.seq, dk.phase}
 		a := groups[g]
 		if a == nil {
-			a = &acc{d: Drift{Key: dk.key, Samples: dk.samples, Phase: dk.phase, Min: math.Inf(1), Max: math.Inf(-1)}}
+			a = &acc{d: Drift{Key: dk.key, Samples: dk.samples, Seq: dk.seq, Phase: dk.phase, Min: math.Inf(1), Max: math.Inf(-1)}}
 			groups[g] = a
 		}
 		f, t := profiler.Median(fs), profiler.Median(ts)
@@ -100,7 +103,8 @@ func BlockDrift(train, test []profiler.Record) []Drift {
 		out = append(out, a.d)
 	}
 	slices.SortFunc(out, func(x, y Drift) int {
-		return cmp.Or(cmp.Compare(x.Key.String(), y.Key.String()), cmp.Compare(x.Samples, y.Samples), cmp.Compare(x.Phase, y.Phase))
+		return cmp.Or(cmp.Compare(x.Key.String(), y.Key.String()), cmp.Compare(x.Samples, y.Samples), cmp.Compare(x.Seq, y.Seq),
+			cmp.Compare(x.Phase, y.Phase))
 	})
 	return out
 }

@@ -23,3 +23,24 @@ func (c *CostModel) Extrapolated(samples []int) []int {
 	slices.Sort(out)
 	return out
 }
+
+// ExtrapolatedSeqs returns, in increasing order and once each, the
+// sequence lengths among seqs that lie outside the range of those a
+// language model's records measured: a forecast there extends the block
+// costs' growth in the tokens and in attention's m·S² beyond the data.
+// It is nil for any other model (whose records measured no sequence
+// length).
+func (c *CostModel) ExtrapolatedSeqs(seqs []int) []int {
+	if len(c.seqs) == 0 {
+		return nil
+	}
+	lo, hi := c.seqs[0], c.seqs[len(c.seqs)-1]
+	var out []int
+	for _, s := range seqs {
+		if (s < lo || s > hi) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

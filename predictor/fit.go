@@ -49,16 +49,19 @@ func (p Phase) String() string {
 // CostModel is the fitted cost primitives of one Key: what the simulator
 // charges for every op of a schedule program. Times are nanoseconds.
 //
-// Block times are lines t = a + b·m in the samples per call m, fitted per
-// block and phase by non-negative least squares of the relative
-// residuals (timing noise is roughly proportional to the time, and a
-// forecast at m = 1 matters as much as one at m = 64) to the typical time
-// at each measured m, a robust estimate that ignores runs a competing
-// process slowed (see fitLine). Every Line's Points counts the
+// Block times are lines t = a + b·m in the samples per call m (a
+// language model's: t = a + b·m·S + c·m·S² in its tokens m·S and its
+// sequence length S, c kept only where held-out points support it; see
+// fitLine), fitted per block and phase by non-negative least squares of
+// the relative residuals (timing noise is roughly proportional to the
+// time, and a forecast at m = 1 matters as much as one at m = 64) to the
+// typical time at each measured m, a robust estimate that ignores runs a
+// competing process slowed (see fitLine). Every Line's Points counts the
 // measurements and its residuals are those of the typical times.
 // Transfers are t = α + bytes/β per kind, updates a line in the stage's
-// parameters, the loss a line in the micro-batch's samples; what a whole
-// compute op takes beyond its blocks is a median overhead per op kind.
+// parameters, the loss a line in the micro-batch's samples (a language
+// model's: its tokens); what a whole compute op takes beyond its blocks
+// is a median overhead per op kind.
 // Last, a scale per op kind corrects the sum of typical times to the
 // mean time a step's ops take (see fitScales).
 type CostModel struct {
@@ -73,13 +76,15 @@ type CostModel struct {
 	reports  []FitReport
 	relErr   float64
 	samples  []int
+	seqs     []int
 	devices  []int
 	// interference is the co-location slowdown per number of devices
 	// computing at once (see fitInterference); nil: none applied.
 	interference []profiler.InterferenceLevel
 	// balanceTimes are the block times the records' partitions by time
-	// balanced, per micro-batch size (see fitBalanceTimes).
-	balanceTimes map[int][]float64
+	// balanced, per micro-batch size and sequence length (see
+	// fitBalanceTimes).
+	balanceTimes map[callShape][]float64
 }
 
 // blockFit holds one block's lines per phase; a phase that was never
@@ -92,14 +97,15 @@ type blockFit struct {
 }
 
 // Block returns the time in ns of one call of block's phase on samples
-// samples. Recompute and predict fall back to the forward line when they
-// were never measured (a recompute is a forward; a prediction is a
-// forward that keeps no activations, so the forward line is a slight
-// overestimate), and the halves of a split backward to half the
-// backward line each; Reports names every such fallback. Block returns an
-// error for a block, or a forward or backward phase, the records never
-// measured.
-func (c *CostModel) Block(block int, phase Phase, samples int) (float64, error) {
+// samples, for a language model sequences of seq tokens (0 for any other
+// model), at any sequence length: its cost model spans them. Recompute
+// and predict fall back to the forward line when they were never
+// measured (a recompute is a forward; a prediction is a forward that
+// keeps no activations, so the forward line is a slight overestimate),
+// and the halves of a split backward to half the backward line each;
+// Reports names every such fallback. Block returns an error for a block,
+// or a forward or backward phase, the records never measured.
+func (c *CostModel) Block(block int, phase Phase, samples, seq int) (float64, error) {
 	if block < 0 || block >= len(c.blocks) || !c.blocks[block].have[PhaseForward] {
 		return 0, fmt.Errorf("predictor: block %d of %s was never timed (profile with per-block timing)", block, c.Key)
 	}
@@ -110,7 +116,7 @@ func (c *CostModel) Block(block int, phase Phase, samples int) (float64, error) 
 	if !b.have[phase] {
 		return 0, fmt.Errorf("predictor: block %d (%s) %s was never measured for %s", block, b.name, phase, c.Key)
 	}
-	return math.Max(0, b.lines[phase].At(float64(samples))), nil
+	return math.Max(0, b.lines[phase].AtSeq(callSize(samples, seq), float64(seq))), nil
 }
 
 // OpOverhead returns the ns a whole op of kind op ("forward",
@@ -121,8 +127,11 @@ func (c *CostModel) Block(block int, phase Phase, samples int) (float64, error) 
 // loss, update and transfers are priced by their own fits.
 func (c *CostModel) OpOverhead(op string) float64 { return c.overhead[op] }
 
-// Loss returns the ns of the loss of one micro-batch of samples samples.
-func (c *CostModel) Loss(samples int) float64 { return math.Max(0, c.loss.At(float64(samples))) }
+// Loss returns the ns of the loss of one micro-batch of samples samples,
+// for a language model sequences of seq tokens (0 for any other model).
+func (c *CostModel) Loss(samples, seq int) float64 {
+	return math.Max(0, c.loss.At(callSize(samples, seq)))
+}
 
 // Update returns the ns of the optimizer step of a stage of params
 // parameters.
@@ -163,6 +172,10 @@ func (c *CostModel) RelErr() float64 { return c.relErr }
 // Samples returns the micro-batch sizes (B/M) the records measured, in
 // increasing order.
 func (c *CostModel) Samples() []int { return slices.Clone(c.samples) }
+
+// Seqs returns the sequence lengths a language model's records measured,
+// in increasing order; none for any other model.
+func (c *CostModel) Seqs() []int { return slices.Clone(c.seqs) }
 
 // Devices returns the device counts K the records measured, in
 // increasing order.
@@ -237,11 +250,11 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 		}
 	}
 	c := &CostModel{Key: k, transfer: map[string]Line{}, overhead: map[string]float64{}}
-	if err := c.fitBlocks(d); err != nil {
+	if err := c.fitBlocks(d, quadBlocks(k)); err != nil {
 		return nil, err
 	}
 	var err error
-	if c.loss, err = c.fitReported("loss", "samples", &d.loss); err != nil {
+	if c.loss, err = c.fitReported("loss", c.sizeVariable(), &d.loss); err != nil {
 		return nil, err
 	}
 	if c.update, err = c.fitReported("update", "params", &d.update); err != nil {
@@ -256,12 +269,15 @@ func fitKey(k Key, recs []*profiler.Record) (*CostModel, error) {
 	c.fitBalanceTimes(recs)
 	c.relErr = math.Hypot(c.blockResidual(d), profiler.Median(d.stepNoise))
 	c.samples = sortedKeys(d.samples)
+	c.seqs = sortedKeys(d.seqs)
 	c.devices = sortedKeys(d.devices)
 	return c, nil
 }
 
 // fitBlocks fits every block's measured phases and fills the fallbacks.
-func (c *CostModel) fitBlocks(d *fitData) error {
+// A language model's block may keep an m·S² term where quad (see
+// quadBlocks) allows it, every block where quad is nil.
+func (c *CostModel) fitBlocks(d *fitData, quad []bool) error {
 	c.blocks = make([]blockFit, len(d.blocks))
 	for b := range d.blocks {
 		bf := &c.blocks[b]
@@ -271,7 +287,7 @@ func (c *CostModel) fitBlocks(d *fitData) error {
 			if pts.len() == 0 {
 				continue
 			}
-			l, err := fitLine(pts)
+			l, err := fitLine(pts, quad == nil || b < len(quad) && quad[b])
 			if err != nil {
 				return fmt.Errorf("block %d (%s) %s: %w", b, bf.name, Phase(p), err)
 			}
@@ -298,10 +314,19 @@ func (c *CostModel) fitBlocks(d *fitData) error {
 			case bf.fallback[p]:
 				name += " (never measured: forward's line)"
 			}
-			c.reports = append(c.reports, FitReport{Name: name, Variable: "samples", Unit: "ns", Line: bf.lines[p]})
+			c.reports = append(c.reports, FitReport{Name: name, Variable: c.sizeVariable(), Unit: "ns", Line: bf.lines[p]})
 		}
 	}
 	return nil
+}
+
+// sizeVariable names what block and loss times are fitted in: a language
+// model's tokens, any other model's samples.
+func (c *CostModel) sizeVariable() string {
+	if c.Key.SpansSeq() {
+		return "tokens"
+	}
+	return "samples"
 }
 
 // fitReported fits pts (an empty set gives the zero line) and reports it.
@@ -310,7 +335,7 @@ func (c *CostModel) fitReported(name, variable string, pts *points) (Line, error
 		c.reports = append(c.reports, FitReport{Name: name + " (no data: priced 0)", Variable: variable, Unit: "ns"})
 		return Line{}, nil
 	}
-	l, err := fitLine(pts)
+	l, err := fitLine(pts, false)
 	if err != nil {
 		return Line{}, fmt.Errorf("%s: %w", name, err)
 	}

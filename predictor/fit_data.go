@@ -8,11 +8,42 @@ import (
 	"github.com/pipecast/pipecast/profiler"
 )
 
-// points is a set of (x, t) measurements.
-type points struct{ x, t []float64 }
+// points is a set of (x, t) measurements; s holds each one's sequence
+// length where a language model's blocks were measured (see addSeq), and
+// is nil otherwise.
+type points struct{ x, s, t []float64 }
 
 func (p *points) add(x, t float64) { p.x = append(p.x, x); p.t = append(p.t, t) }
 func (p *points) len() int         { return len(p.t) }
+
+// addSeq adds a measurement at x of sequences of seq tokens.
+func (p *points) addSeq(x, seq, t float64) {
+	for len(p.s) < len(p.x) {
+		p.s = append(p.s, 0)
+	}
+	p.add(x, t)
+	p.s = append(p.s, seq)
+}
+
+// seqAt returns the sequence length of the i-th point, 0 for none.
+func (p *points) seqAt(i int) float64 {
+	if i < len(p.s) {
+		return p.s[i]
+	}
+	return 0
+}
+
+// callSize is the size of one call of a block (or a loss) on samples
+// samples, as the fits take it: a language model's tokens m·S, where seq
+// is its sequence length S, the samples m of any other model (seq 0).
+// Every part of a decoder but attention's scores and context costs the
+// same per token, however the tokens fall into sequences.
+func callSize(samples, seq int) float64 {
+	if seq > 0 {
+		return float64(samples) * float64(seq)
+	}
+	return float64(samples)
+}
 
 // fitData is everything the fits need, gathered in one pass over each
 // record's block timings, calibration and events.
@@ -27,11 +58,13 @@ type fitData struct {
 	overhead    map[string][]float64
 	stepNoise   []float64
 	samples     map[int]bool
+	seqs        map[int]bool
 	devices     map[int]bool
 }
 
 func newFitData() *fitData {
-	d := &fitData{transfer: map[string]*points{}, calibration: map[string]*points{}, overhead: map[string][]float64{}, samples: map[int]bool{}, devices: map[int]bool{}}
+	d := &fitData{transfer: map[string]*points{}, calibration: map[string]*points{}, overhead: map[string][]float64{},
+		samples: map[int]bool{}, seqs: map[int]bool{}, devices: map[int]bool{}}
 	for _, k := range transferKinds {
 		d.transfer[k] = &points{}
 		d.calibration[k] = &points{}
@@ -65,8 +98,11 @@ type collectiveEnd struct {
 // add gathers one record.
 func (d *fitData) add(r *profiler.Record) error {
 	c := r.Config
-	micro, shard := c.MicroBatchSize(), c.ShardSize()
+	micro, shard, seq := c.MicroBatchSize(), c.ShardSize(), c.Seq
 	d.samples[micro] = true
+	if seq > 0 {
+		d.seqs[seq] = true
+	}
 	d.devices[c.Devices] = true
 	for _, bt := range r.Blocks {
 		if bt.Block < 0 {
@@ -77,19 +113,19 @@ func (d *fitData) add(r *profiler.Record) error {
 			d.blockNames = append(d.blockNames, fmt.Sprint(len(d.blockNames)))
 		}
 		d.blockNames[bt.Block] = bt.Name
-		m := float64(bt.Samples)
+		m := bt.Samples
 		if bt.Samples <= 0 {
-			m = float64(micro)
+			m = micro
 		}
 		ph := &d.blocks[bt.Block]
 		for p, ns := range [...]int64{PhaseForward: bt.ForwardNanos, PhaseBackward: bt.BackwardNanos, PhaseRecompute: bt.RecomputeNanos,
 			PhaseBackwardInput: bt.BackwardInputNanos, PhaseBackwardWeight: bt.BackwardWeightNanos} {
 			if ns > 0 {
-				ph[p].add(m, float64(ns))
+				ph[p].addBlock(m, seq, float64(ns))
 			}
 		}
 		if bt.PredictNanos > 0 {
-			ph[PhasePredict].add(float64(shard), float64(bt.PredictNanos))
+			ph[PhasePredict].addBlock(shard, seq, float64(bt.PredictNanos))
 		}
 	}
 	d.addSteps(r.Steps)
@@ -109,6 +145,18 @@ func (d *fitData) add(r *profiler.Record) error {
 		}
 	}
 	return d.addEvents(r, micro)
+}
+
+// addBlock adds a block's time of one call on samples samples of
+// sequences of seq tokens (0: not a language model): at x = samples for
+// any other model, as always, and at its tokens with its sequence length
+// for a language model.
+func (p *points) addBlock(samples, seq int, t float64) {
+	if seq > 0 {
+		p.addSeq(callSize(samples, seq), float64(seq), t)
+		return
+	}
+	p.add(float64(samples), t)
 }
 
 // addSteps records the run-to-run noise of a record's steps.
@@ -174,7 +222,9 @@ func (d *fitData) addEvents(r *profiler.Record, micro int) error {
 			colls[j].lastStart = max(colls[j].lastStart, e.StartNanos)
 			ends = append(ends, collectiveEnd{coll: j, end: e.EndNanos, bytes: e.Bytes})
 		case e.Op == "loss":
-			d.loss.add(float64(micro), float64(dur))
+			// A language model's loss is a softmax over its vocabulary
+			// for every token.
+			d.loss.add(callSize(micro, r.Config.Seq), float64(dur))
 		case e.Op == "update":
 			if e.Stage < 0 || e.Stage >= len(r.Partition) {
 				return fmt.Errorf("update event of stage %d with %d stages", e.Stage, len(r.Partition))

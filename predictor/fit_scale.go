@@ -79,7 +79,10 @@ func (s opScale) at(m float64) float64 {
 // forward at m ≤ 8 and 1.10 at m = 16, where a step's activations no
 // longer fit the caches. Between measured sizes the factor is
 // interpolated, and outside them it is the median over all records (see
-// opScale.at).
+// opScale.at). A language model's m is its micro-batch's tokens, m·S: its
+// working set grows with them whatever the sequence length, so that its
+// records at every sequence length measure one curve, which a forecast
+// at a sequence length never run reads between them.
 //
 // The records of each device count K give their own scales too, which a
 // forecast for that K uses: two devices each running their own stage keep
@@ -127,7 +130,7 @@ func (c *CostModel) fitScales(recs []*profiler.Record) {
 				measured[op] += float64(ns)
 			}
 		}
-		m, devs := r.Config.MicroBatchSize(), r.Config.Devices
+		m, devs := int(callSize(r.Config.MicroBatchSize(), r.Config.Seq)), r.Config.Devices
 		for _, op := range scaledOps {
 			if priced[op] > 0 && measured[op] > 0 {
 				if ratios[op][devs] == nil {
@@ -186,7 +189,7 @@ func (c *CostModel) opScale(byM map[int][]float64, name, note string) opScale {
 		l.RMSE = math.Sqrt(ss / float64(len(v)))
 		s.micro = append(s.micro, float64(m))
 		s.ratio = append(s.ratio, l.Intercept)
-		c.reports = append(c.reports, FitReport{Name: fmt.Sprintf("%s at %d samples%s", name, m, note), Variable: "none", Unit: "×", Line: l})
+		c.reports = append(c.reports, FitReport{Name: fmt.Sprintf("%s at %d %s%s", name, m, c.sizeVariable(), note), Variable: "none", Unit: "×", Line: l})
 	}
 	return s
 }
@@ -199,8 +202,9 @@ type opScales struct {
 }
 
 // Scale returns the factor the price of an op of kind op is multiplied
-// by in a configuration of devices devices and micro micro-batch samples
-// (see fitScales): the scale of the records of that device count where
+// by in a configuration of devices devices and micro-batches of size micro
+// (see fitScales): their samples, a language model's tokens (samples
+// times the sequence length): the scale of the records of that device count where
 // there are any, else of all records; 1 for kinds the scales do not
 // cover.
 func (c *CostModel) Scale(op string, devices, micro int) float64 {

@@ -207,7 +207,7 @@ func TestFitRecoversSyntheticLines(t *testing.T) {
 	for b, lines := range testCosts.blocks {
 		for p, l := range lines {
 			for _, m := range []int{1, 3, 8, 64, 100} {
-				got, err := c.Block(b, Phase(p), m)
+				got, err := c.Block(b, Phase(p), m, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -223,7 +223,7 @@ func TestFitRecoversSyntheticLines(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"loss(5)", c.Loss(5), testCosts.loss.a + 5*testCosts.loss.b},
+		{"loss(5)", c.Loss(5, 0), testCosts.loss.a + 5*testCosts.loss.b},
 		{"update(5000)", c.Update(5000), testCosts.update.a + 5000*testCosts.update.b},
 		{"p2p(1 MiB)", c.Transfer("p2p", 1<<20), testCosts.p2p.a + (1<<20)*testCosts.p2p.b},
 		{"allgather(1 MiB)", c.Transfer("allgather", 1<<20), testCosts.allgather.a + (1<<20)*testCosts.allgather.b},
@@ -255,12 +255,12 @@ func TestFitFallsBackToForward(t *testing.T) {
 	}
 	c := onlyModel(t, models)
 	for b := range testCosts.blocks {
-		fwd, err := c.Block(b, PhaseForward, 16)
+		fwd, err := c.Block(b, PhaseForward, 16, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range []Phase{PhaseRecompute, PhasePredict} {
-			got, err := c.Block(b, p, 16)
+			got, err := c.Block(b, p, 16, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,13 +349,13 @@ func TestFitErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := onlyModel(t, models)
-	if _, err := c.Block(1, PhaseBackward, 8); err == nil {
+	if _, err := c.Block(1, PhaseBackward, 8, 0); err == nil {
 		t.Error("backward of a block never measured: got no error")
 	}
-	if _, err := c.Block(2, PhaseForward, 8); err == nil {
+	if _, err := c.Block(2, PhaseForward, 8, 0); err == nil {
 		t.Error("block 2 of a 2-block model: got no error")
 	}
-	if _, err := c.Block(0, Phase(7), 8); err == nil {
+	if _, err := c.Block(0, Phase(7), 8, 0); err == nil {
 		t.Error("phase 7: got no error")
 	}
 }
@@ -389,7 +389,7 @@ func TestFitGroupsByKey(t *testing.T) {
 		if c.Key != k {
 			t.Errorf("got key %v, want %v", c.Key, k)
 		}
-		got, err := c.Block(1, PhaseBackward, 10)
+		got, err := c.Block(1, PhaseBackward, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func TestFitDataForwardLines(t *testing.T) {
 	worst, worstAsserted, worstMedian := 0.0, 0.0, 0.0
 	var worstAt, worstAssertedAt, worstMedianAt string
 	for key, v := range measured {
-		got, err := c.Block(key.block, PhaseForward, key.m)
+		got, err := c.Block(key.block, PhaseForward, key.m, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -531,8 +531,8 @@ func TestFitDataTransfersAndReports(t *testing.T) {
 	if want := 6 * nb; blockReports != want {
 		t.Errorf("got %d block reports, want %d (%d blocks × 6 phases)", blockReports, want, nb)
 	}
-	if c.Loss(4) <= 0 || c.Update(1e6) <= 0 {
-		t.Errorf("loss(4) %g, update(1e6) %g: want positive", c.Loss(4), c.Update(1e6))
+	if c.Loss(4, 0) <= 0 || c.Update(1e6) <= 0 {
+		t.Errorf("loss(4) %g, update(1e6) %g: want positive", c.Loss(4, 0), c.Update(1e6))
 	}
 	if c.RelErr() <= 0 || c.RelErr() > 0.5 {
 		t.Errorf("relative error %g: want in (0, 0.5]", c.RelErr())

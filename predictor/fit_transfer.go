@@ -34,7 +34,7 @@ func (c *CostModel) fitTransfers(d *fitData) error {
 			c.transfer[kind] = l
 			continue
 		}
-		l, err := fitLine(cal)
+		l, err := fitLine(cal, false)
 		if err != nil {
 			return fmt.Errorf("transfer %s calibration: %w", kind, err)
 		}

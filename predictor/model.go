@@ -16,10 +16,13 @@ import (
 // Key identifies what a cost model describes: one network at one size,
 // trained by one optimizer, on one backend with one number of threads
 // per device. The predictor forecasts other device counts, micro-batch
-// counts, batches and schedules of the same key, never another key.
+// counts, batches and schedules of the same key, never another key; and
+// of a language model other sequence lengths too, which its key leaves
+// out (see KeySize).
 type Key struct {
 	Model string
-	// SizeRecord is the model's size, its family's fields.
+	// SizeRecord is the model's size, its family's fields, as KeySize
+	// gives it: a language model's without its sequence length.
 	models.SizeRecord
 	Backend string
 	Threads int
@@ -60,10 +63,24 @@ func (k Key) OptimizerName() string {
 	return k.Optimizer
 }
 
+// KeySize is a size as keys hold it: a language model's without its
+// sequence length (Seq 0), so that the runs of one at every sequence
+// length fit one cost model, whose block costs are functions of the
+// tokens (see CostModel.Block) and forecast sequence lengths never run;
+// any other model's whole.
+func KeySize(r models.SizeRecord) models.SizeRecord {
+	r.Seq = 0
+	return r
+}
+
+// SpansSeq says whether k's cost model spans sequence lengths: whether
+// it is a language model's.
+func (k Key) SpansSeq() bool { return k.Vocab != 0 || k.Layers != 0 }
+
 // KeyOf returns the key of a record.
 func KeyOf(r *profiler.Record) Key {
 	return Key{
-		Model: r.Config.Model, SizeRecord: r.Config.SizeRecord,
+		Model: r.Config.Model, SizeRecord: KeySize(r.Config.SizeRecord),
 		Backend: r.Env.Backend, Threads: r.Config.Threads, Transport: KeyTransport(profiler.TransportOf(&r.Env)),
 		Optimizer: KeyOptimizer(r.Config.Optimizer),
 	}
@@ -73,14 +90,18 @@ func KeyOf(r *profiler.Record) Key {
 // config.Config.WithDefaults, whose model describes to size.
 func configKey(cfg config.Config, size models.SizeRecord) Key {
 	return Key{
-		Model: cfg.Model, SizeRecord: size, Backend: cfg.Backend, Threads: cfg.Threads,
+		Model: cfg.Model, SizeRecord: KeySize(size), Backend: cfg.Backend, Threads: cfg.Threads,
 		Transport: KeyTransport(cfg.Transport), Optimizer: KeyOptimizer(cfg.Optimizer),
 	}
 }
 
 // String formats the key for messages.
 func (k Key) String() string {
-	s := fmt.Sprintf("%s (%s) on %s with %d thread(s) per device", k.Model, k.SizeRecord.Describe(), k.Backend, k.Threads)
+	size := k.SizeRecord.Describe()
+	if k.SpansSeq() && k.Seq == 0 {
+		size = fmt.Sprintf("vocab %d, %d layers, width %g, any sequence length", k.Vocab, k.Layers, k.Width)
+	}
+	s := fmt.Sprintf("%s (%s) on %s with %d thread(s) per device", k.Model, size, k.Backend, k.Threads)
 	if k.Transport != "" {
 		s += ", one process per device over " + k.Transport
 	}
@@ -106,9 +127,13 @@ const (
 )
 
 // Line is a fitted t = Intercept + Slope·x with its residuals, as every
-// fit reports them.
+// fit reports them. A language model's block times add Quad·x·s, where x
+// is the call's tokens m·S and s its sequence length S: the m·S² of
+// attention's scores and context (see fitLine); Quad is 0 in every other
+// fit.
 type Line struct {
 	Intercept, Slope float64
+	Quad             float64
 	// Points is how many measurements the fit used; RMSE and MaxRelErr
 	// are its residuals' root mean square (in the fit's unit) and largest
 	// relative error over the points.
@@ -117,12 +142,16 @@ type Line struct {
 	MaxRelErr float64
 }
 
-// At evaluates the line.
+// At evaluates the line at x, with no sequence term.
 func (l Line) At(x float64) float64 { return l.Intercept + l.Slope*x }
+
+// AtSeq evaluates the line at x of sequences of s tokens: At(x) +
+// Quad·x·s.
+func (l Line) AtSeq(x, s float64) float64 { return l.At(x) + l.Quad*x*s }
 
 // scaled returns the line times f, its residuals scaled alike.
 func (l Line) scaled(f float64) Line {
-	l.Intercept, l.Slope, l.RMSE = l.Intercept*f, l.Slope*f, l.RMSE*f
+	l.Intercept, l.Slope, l.Quad, l.RMSE = l.Intercept*f, l.Slope*f, l.Quad*f, l.RMSE*f
 	return l
 }
 
@@ -130,7 +159,7 @@ func (l Line) scaled(f float64) Line {
 // variable, and the line.
 type FitReport struct {
 	Name     string // "block layer1.0 forward", "transfer p2p", "update"
-	Variable string // "samples", "bytes", "params"
+	Variable string // "samples", "tokens" (a language model's m·S), "bytes", "params"
 	Unit     string // "ns"
 	Line     Line
 }

@@ -44,8 +44,10 @@ type simulation struct {
 	c     *CostModel
 	cfg   config.Config
 	model *models.Model
-	prog  *schedule.Program
-	meta  *metaStep
+	// seq is the model's sequence length, 0 for a model without one.
+	seq  int
+	prog *schedule.Program
+	meta *metaStep
 	// unscaled prices ops without the fitted scales, as fitScales needs.
 	unscaled bool
 	ops      []map[opKey]*pricedOp // ops[d] prices device d's ops
@@ -95,7 +97,7 @@ func (s *simulation) price() error {
 
 // priceOp forecasts one op that moves bytes between devices.
 func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
-	mb := s.cfg.MicroBatchSize()
+	mb, seq := s.cfg.MicroBatchSize(), s.seq
 	p := &pricedOp{bytes: bytes}
 	var err error
 	switch o.Kind {
@@ -112,7 +114,7 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	case schedule.Predict:
 		err = s.priceBlocks(p, o, PhasePredict, s.cfg.ShardSize())
 	case schedule.Loss:
-		p.nanos = s.c.Loss(mb)
+		p.nanos = s.c.Loss(mb, seq)
 	case schedule.Send:
 		p.nanos = s.c.OpOverhead(o.Kind.String())
 	case schedule.Recv:
@@ -139,7 +141,7 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	}
 	p.nanos = max(p.nanos, 0) // a fitted line may dip below zero off its data
 	if !s.unscaled {
-		p.nanos *= s.c.Scale(o.Kind.String(), s.cfg.Schedule.Devices, mb)
+		p.nanos *= s.c.Scale(o.Kind.String(), s.cfg.Schedule.Devices, int(callSize(mb, seq)))
 	}
 	return p, nil
 }
@@ -157,9 +159,9 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 		slices.Reverse(p.blocks)
 	}
 	for _, b := range p.blocks {
-		t, err := s.c.Block(b, phase, samples)
+		t, err := s.c.Block(b, phase, samples, s.seq)
 		if err != nil && (phase == PhaseRecompute || phase == PhasePredict) {
-			t, err = s.c.Block(b, PhaseForward, samples)
+			t, err = s.c.Block(b, PhaseForward, samples, s.seq)
 		}
 		if err != nil {
 			return err

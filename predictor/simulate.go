@@ -22,7 +22,9 @@ import (
 // schedule.Simulate, every op taking its fitted time:
 //
 //   - Forward, Recompute, Backward: the stage's blocks' fitted times at the
-//     micro-batch size plus the op's fitted overhead; Predict likewise at
+//     micro-batch size (a language model's: at its tokens and sequence
+//     length, any length its cost model was not measured at included)
+//     plus the op's fitted overhead; Predict likewise at
 //     the shard size B/K. A Recompute or Predict phase that no record
 //     measured (no checkpointed gpipe run, no coop run with K ≥ 2) takes
 //     the forward fit: both run the same forward kernels, and the forward
@@ -114,5 +116,5 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &simulation{c: c, cfg: cfg, model: model, prog: prog}, nil
+	return &simulation{c: c, cfg: cfg, model: model, seq: model.Config.Seq, prog: prog}, nil
 }

@@ -20,6 +20,11 @@ const (
 	HoldoutDevices = "devices"
 	// HoldoutMicrobatch holds out each micro-batch size m = B/M in turn.
 	HoldoutMicrobatch = "microbatch"
+	// HoldoutSeq holds out each sequence length of a language model in
+	// turn: its cost model, fitted on the runs of the other lengths,
+	// forecasts it (see KeySize). Records of models without sequences
+	// are all of one fold, which has nothing left to fit on.
+	HoldoutSeq = "seq"
 	// HoldoutRandom splits the records into randomFolds folds by a
 	// seeded shuffle and holds out each in turn.
 	HoldoutRandom = "random"
@@ -34,7 +39,9 @@ var ErrNoneForecast = errors.New("no held-out run could be forecast")
 const randomFolds = 5
 
 // Holdouts lists the holdouts Validate knows.
-func Holdouts() []string { return []string{HoldoutDevices, HoldoutMicrobatch, HoldoutRandom} }
+func Holdouts() []string {
+	return []string{HoldoutDevices, HoldoutMicrobatch, HoldoutSeq, HoldoutRandom}
+}
 
 // Validation is how well forecasts of held-out measured runs match them.
 // Errors are fractions of the measured value (0.05 is 5 %).
@@ -48,7 +55,7 @@ type Validation struct {
 	// plotting: one per configuration, however many runs measured it.
 	Pairs []Pair
 	// Winners compares gpipe with coop wherever both were held out for
-	// the same key, K, M and batch in the same fold.
+	// the same key and size, K, M and batch in the same fold.
 	Winners []Winner
 	// Memory compares the predicted and measured peak bytes.
 	Memory MemoryRow
@@ -163,7 +170,10 @@ func (p Pair) BaselineErr() float64 { return math.Abs(p.Baseline-p.Measured) / p
 // forecast picks neither: PredictedFaster is "tie", and Agree is false
 // but the comparison is no disagreement either (see Tie).
 type Winner struct {
-	Key                             Key
+	Key Key
+	// Seq is a language model's sequence length, 0 (left out of JSON)
+	// for any other model.
+	Seq                             int `json:",omitempty"`
 	Devices, Micro, Batch           int
 	MeasuredGPipe, MeasuredCoop     float64 // ns
 	PredictedGPipe, PredictedCoop   float64 // ns
@@ -194,7 +204,7 @@ type fold struct {
 
 // Validate forecasts every measured record of recs from a predictor and a
 // baseline fitted without it, holding records out by holdout (see
-// HoldoutDevices, HoldoutMicrobatch, HoldoutRandom; seed orders the
+// HoldoutDevices, HoldoutMicrobatch, HoldoutSeq, HoldoutRandom; seed orders the
 // random folds), and compares the forecasts with the measurements.
 // Predicted records are ignored.
 func Validate(ctx context.Context, recs []profiler.Record, holdout string, seed uint64) (*Validation, error) {
@@ -217,6 +227,10 @@ func Validate(ctx context.Context, recs []profiler.Record, holdout string, seed 
 		folds = foldsBy(measured, func(_ int, r *profiler.Record) (int, string) {
 			m := r.Config.MicroBatchSize()
 			return m, fmt.Sprintf("m=%d", m)
+		})
+	case HoldoutSeq:
+		folds = foldsBy(measured, func(_ int, r *profiler.Record) (int, string) {
+			return r.Config.Seq, fmt.Sprintf("S=%d", r.Config.Seq)
 		})
 	case HoldoutRandom:
 		// Folds are drawn over configurations, so that the repeated

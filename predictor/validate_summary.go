@@ -71,7 +71,8 @@ func rowOf(name string, ps []Pair) ValidationRow {
 }
 
 // winners pairs every held-out gpipe run with every held-out coop run of
-// the same key, K, M and batch held out in the same fold: forecasts from
+// the same key and size (a language model's sequence length, which its
+// key leaves out), K, M and batch held out in the same fold: forecasts from
 // different fits would differ by the fits as well as by the schedules.
 func winners(ps []Pair) []Winner {
 	var out []Winner
@@ -80,12 +81,12 @@ func winners(ps []Pair) []Winner {
 			continue
 		}
 		for _, c := range ps {
-			if c.Config.Schedule != schedule.Coop || c.Key != g.Key || c.Config.Devices != g.Config.Devices ||
+			if c.Config.Schedule != schedule.Coop || c.Key != g.Key || c.Config.SizeRecord != g.Config.SizeRecord || c.Config.Devices != g.Config.Devices ||
 				c.Config.Micro != g.Config.Micro || c.Config.Batch != g.Config.Batch || c.Fold != g.Fold {
 				continue
 			}
 			w := Winner{
-				Key: g.Key, Devices: g.Config.Devices, Micro: g.Config.Micro, Batch: g.Config.Batch,
+				Key: g.Key, Seq: g.Config.Seq, Devices: g.Config.Devices, Micro: g.Config.Micro, Batch: g.Config.Batch,
 				MeasuredGPipe: g.Measured, MeasuredCoop: c.Measured,
 				PredictedGPipe: g.Predicted, PredictedCoop: c.Predicted,
 				MeasuredFaster: faster(g.Measured, c.Measured), PredictedFaster: faster(g.Predicted, c.Predicted),

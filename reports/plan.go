@@ -37,6 +37,11 @@ type PlanEntry struct {
 	// best); OverBudget marks one above it, which has no rank.
 	Rank       int
 	OverBudget bool
+	// Partition is the split the entry's memory was replayed at, as
+	// blocks per stage ("5,8,8,9"), "" where unknown; MemorySplit marks
+	// a split chosen for memory instead of the one the balance gives.
+	Partition   string
+	MemorySplit bool
 }
 
 // PlanTableOptions are a plan table's title and what its rows rest on.
@@ -51,14 +56,16 @@ type PlanTableOptions struct {
 }
 
 // PlanTable returns the table of a plan's entries, in their order. On a
-// narrow terminal (Table.Fit) the samples/s fold first, then the top
-// category, the bubble and the options; schedule, M, peak, step, rank
-// and budget stay.
+// narrow terminal (Table.Fit) the partition folds first, then the
+// samples/s, the top category, the bubble and the options; schedule, M,
+// peak, step, rank and budget stay.
 func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 	cols := []Column{
 		{Key: "schedule", Header: "schedule"},
 		{Key: "options", Header: "options", Fold: 2},
 		{Key: "microbatches", Header: "M", Align: AlignRight},
+		{Key: "partition", Header: "partition", Fold: 7},
+		{Key: "memory_split", Header: "memory split", Show: Machines},
 		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
 		{Key: "peak_device", Header: "device", Show: Machines},
 		{Key: "top_category", Header: "top category", Fold: 4},
@@ -94,7 +101,15 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 	if e.Options == "" {
 		options = Cell{Value: "", Text: "—"}
 	}
-	row := []Cell{String(e.Schedule), options, Int(int64(e.Micro)), Bytes(e.PeakBytes),
+	partition := Cell{Value: e.Partition, Text: e.Partition}
+	switch {
+	case e.Partition == "":
+		partition.Text = "—"
+	case e.MemorySplit:
+		partition.Text += " *"
+	}
+	row := []Cell{String(e.Schedule), options, Int(int64(e.Micro)), partition,
+		Cell{Value: e.MemorySplit, Text: strconv.FormatBool(e.MemorySplit)}, Bytes(e.PeakBytes),
 		Int(int64(e.PeakDevice)), String(e.TopCategory)}
 	if opts.Timed {
 		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)}, relErrCell(e.StepRelErr),
@@ -165,7 +180,19 @@ func planFootnotes(entries []PlanEntry, opts PlanTableOptions) []string {
 	if opts.BudgetBytes > 0 {
 		notes = append(notes, "budget: "+FormatBytes(opts.BudgetBytes)+" per device; over budget: not ranked.")
 	}
+	if slices.ContainsFunc(entries, func(e PlanEntry) bool { return e.MemorySplit }) {
+		notes = append(notes, "partition: the blocks of each stage; * a split chosen for memory, uneven where the first or "+
+			"last stages hold more than their layers (micro-batches in flight, an embedding, an LM head): "+planSplitAim(opts)+".")
+	}
 	return notes
+}
+
+// planSplitAim says what a plan's memory splits aim at.
+func planSplitAim(opts PlanTableOptions) string {
+	if opts.BudgetBytes > 0 {
+		return "where the balanced split is over budget, the most even compute within it, else the lightest split"
+	}
+	return "the lightest split, since the plan ranks by peak memory"
 }
 
 // planExtrapolated warns when the best entry's forecast is extrapolated.
@@ -230,16 +257,25 @@ func PlanVerdict(entries []PlanEntry, opts PlanTableOptions) string {
 			name += " (" + e.Options + ")"
 		}
 		if opts.Timed {
-			return fmt.Sprintf("Fastest: %s with M=%d, %s a step (%s samples/s, bubble %s), peak %s per device.",
-				name, e.Micro, FormatNanos(e.StepNanos), strconv.FormatFloat(e.SamplesPerSecond, 'f', 1, 64),
+			return fmt.Sprintf("Fastest: %s with M=%d%s, %s a step (%s samples/s, bubble %s), peak %s per device.",
+				name, e.Micro, planSplit(e), FormatNanos(e.StepNanos), strconv.FormatFloat(e.SamplesPerSecond, 'f', 1, 64),
 				runsPercentCell(e.BubbleFraction).Text, FormatBytes(e.PeakBytes)) + planExtrapolated(e) + planTies(entries, e)
 		}
-		return fmt.Sprintf("Lightest: %s with M=%d, peak %s per device (device %d, mostly %s).",
-			name, e.Micro, FormatBytes(e.PeakBytes), e.PeakDevice, e.TopCategory)
+		return fmt.Sprintf("Lightest: %s with M=%d%s, peak %s per device (device %d, mostly %s).",
+			name, e.Micro, planSplit(e), FormatBytes(e.PeakBytes), e.PeakDevice, e.TopCategory)
 	}
 	if opts.BudgetBytes > 0 {
 		return "No configuration fits the budget of " + FormatBytes(opts.BudgetBytes) +
 			" per device: use more devices, a smaller batch or a smaller model."
 	}
 	return "No configuration to rank."
+}
+
+// planSplit names an entry's split in the verdict where it was chosen
+// for memory: " split 3,2,2,3 for memory".
+func planSplit(e PlanEntry) string {
+	if !e.MemorySplit || e.Partition == "" {
+		return ""
+	}
+	return " split " + e.Partition + " for memory"
 }

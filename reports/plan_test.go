@@ -6,15 +6,17 @@ import (
 	"testing"
 )
 
-// samplePlan is a small plan: two ranked entries and one over budget.
+// samplePlan is a small plan: two ranked entries and one over budget,
+// whose split was chosen for memory.
 func samplePlan() []PlanEntry {
 	return []PlanEntry{
 		{Schedule: "1f1b", Micro: 4, PeakBytes: 3 << 20, PeakDevice: 0, TopCategory: "weights", Timed: true,
-			StepNanos: 21_500_000, StepRelErr: 0.04, BubbleFraction: 0.2, SamplesPerSecond: 744.2, Rank: 1},
+			StepNanos: 21_500_000, StepRelErr: 0.04, BubbleFraction: 0.2, SamplesPerSecond: 744.2, Rank: 1, Partition: "2,1"},
 		{Schedule: "coop", Options: "d=1", Micro: 2, PeakBytes: 5 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
-			StepNanos: 23_000_000, StepRelErr: 0.04, BubbleFraction: 0.1, SamplesPerSecond: 695.7, Rank: 2},
+			StepNanos: 23_000_000, StepRelErr: 0.04, BubbleFraction: 0.1, SamplesPerSecond: 695.7, Rank: 2, Partition: "1,2"},
 		{Schedule: "gpipe", Options: "never", Micro: 8, PeakBytes: 9 << 20, PeakDevice: 1, TopCategory: "activations", Timed: true,
-			StepNanos: 20_000_000, StepRelErr: 0.04, BubbleFraction: 0.3, SamplesPerSecond: 800, OverBudget: true},
+			StepNanos: 20_000_000, StepRelErr: 0.04, BubbleFraction: 0.3, SamplesPerSecond: 800, OverBudget: true,
+			Partition: "2,1", MemorySplit: true},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pipecast/pipecast/profiler"
 )
@@ -73,7 +74,7 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	extra := append(transportNotes(recs), opts.Footnotes...)
+	extra := append(append(transportNotes(recs), partitionNotes(shown)...), opts.Footnotes...)
 	if disturbed {
 		extra = append([]string{disturbedFootnote}, extra...)
 	}
@@ -82,6 +83,33 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	}
 	t.Footnotes = runsFootnotes(predicted, over, extra)
 	return t
+}
+
+// partitionNotes name the splits of the runs that were not balanced by
+// a cost: given whole (profile --partition) or chosen for memory, one
+// note for all, each workload's split once: "Splits (blocks per stage):
+// mlp ×0.25 at K=2 2,1 as given."
+func partitionNotes(recs []profiler.Record) []string {
+	var parts []string
+	for i := range recs {
+		r := &recs[i]
+		how := map[string]string{"given": "as given", "memory": "for memory"}[r.Config.Balance]
+		if how == "" || len(r.Partition) < 2 {
+			continue
+		}
+		sizes := make([]string, len(r.Partition))
+		for s, st := range r.Partition {
+			sizes[s] = strconv.Itoa(st.EndBlock - st.FirstBlock)
+		}
+		part := fmt.Sprintf("%s at K=%d %s %s", ModelLabel(r.Config), r.Config.Devices, strings.Join(sizes, ","), how)
+		if !slices.Contains(parts, part) {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return []string{"Splits (blocks per stage): " + strings.Join(parts, "; ") + "."}
 }
 
 // transportNotes say, for runs of one process per device, over what and

@@ -2,11 +2,13 @@
 # forecast-live.sh measures on this machine what the predictor's
 # K = 1 → K = 2 validation measures on the committed dataset: for
 # resnet50 and vgg16bn (width 0.25, 32×32, batch 16, one thread per
-# device; working sets larger than a core's L2) it records a K = 1 sweep
-# (single, gpipe, coop and 1f1b at M = 1, 2, 4, 8 and, for vgg16bn, 16:
-# resnet50 cannot train micro-batches of one sample at 32 px, where batch
-# norm sees one value per channel) and a K = 2 sweep (gpipe, coop and
-# 1f1b at M = 2, 4, 8), each in ROUNDS interleaved rounds (pipecast
+# device; working sets larger than a core's L2) and a GPT-2 (width 0.25,
+# 4 decoder layers, 64 tokens, a vocabulary of 2048, batch 16) it records
+# a K = 1 sweep (single, gpipe, coop and 1f1b, and zb-h1 for GPT-2, at
+# M = 1, 2, 4, 8 and, for vgg16bn and GPT-2, 16: resnet50 cannot train
+# micro-batches of one sample at 32 px, where batch norm sees one value
+# per channel) and a K = 2 sweep (gpipe, coop and 1f1b, and zb-h1 for
+# GPT-2, at M = 2, 4, 8), each in ROUNDS interleaved rounds (pipecast
 # profile --rounds), the two sweeps taking turns round by round; fits on
 # the K = 1 records alone and forecasts the K = 2 ones (pipecast predict
 # --validate --train). Per workload it
@@ -21,7 +23,9 @@
 #   second call with the same OUTDIR and settings reuses them (profile
 #   --resume runs only what is missing) and prints again.
 #   ROUNDS (default 5) and STEPS (default 5) set the rounds and measured
-#   steps of every configuration; 2 warm-up steps each.
+#   steps of every configuration; 2 warm-up steps each. WORKLOADS (a
+#   space-separated subset of "resnet50 vgg16bn gpt2", default all) picks
+#   the workloads.
 #   --quick: resnet50 alone, M = 2 and 4, 2 rounds of 1 step after 1
 #   warm-up step: a check that the script runs end to end, not of the
 #   forecasts.
@@ -54,9 +58,20 @@ steps=${STEPS:-5}
 warmup=2
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || usage "ROUNDS=$rounds: need a whole number of at least 1"
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || usage "STEPS=$steps: need a whole number of at least 1"
-workloads=(resnet50 vgg16bn)
-declare -A k1_micro=([resnet50]=1,2,4,8 [vgg16bn]=1,2,4,8,16)
+workloads=(resnet50 vgg16bn gpt2)
+declare -A k1_micro=([resnet50]=1,2,4,8 [vgg16bn]=1,2,4,8,16 [gpt2]=1,2,4,8,16)
 k2_micro=2,4,8
+# Each workload's sizes, and the schedules its sweeps add to single (K =
+# 1), gpipe, coop and 1f1b.
+declare -A sizes=([resnet50]="--width 0.25 --image 32" [vgg16bn]="--width 0.25 --image 32"
+	[gpt2]="--width 0.25 --layers 4 --seq 64 --vocab 2048")
+declare -A extra=([resnet50]= [vgg16bn]= [gpt2]=,zb-h1)
+if [[ -n "${WORKLOADS:-}" ]]; then
+	read -r -a workloads <<<"$WORKLOADS"
+	for w in "${workloads[@]}"; do
+		[[ -n "${sizes[$w]:-}" ]] || usage "WORKLOADS: unknown workload $w (want some of resnet50 vgg16bn gpt2)"
+	done
+fi
 if ((quick)); then
 	rounds=2 steps=1 warmup=1
 	workloads=(resnet50)
@@ -88,7 +103,8 @@ go build -o "$pc" ./cmd/pipecast
 sweep() {
 	local out="$dir/$1/k$2"
 	echo "forecast-live: $1 K = $2, M = $3, $4: round $5 of $rounds (records in $out)" >&2
-	"$pc" profile --model "$1" --width 0.25 --image 32 --batch 16 --threads 1 \
+	# shellcheck disable=SC2086 # the sizes split on spaces
+	"$pc" profile --model "$1" ${sizes[$1]} --batch 16 --threads 1 \
 		--devices "$2" --microbatches "$3" --schedule "$4" \
 		--rounds "$5" --steps "$steps" --warmup "$warmup" \
 		--out "$out" --resume --output csv >/dev/null
@@ -102,8 +118,8 @@ for model in "${workloads[@]}"; do
 	# one after the other, a slow spell during either sweep would read
 	# as a forecast error.
 	for ((r = 1; r <= rounds; r++)); do
-		sweep "$model" 1 "${k1_micro[$model]}" single,gpipe,coop,1f1b "$r"
-		sweep "$model" 2 "$k2_micro" gpipe,coop,1f1b "$r"
+		sweep "$model" 1 "${k1_micro[$model]}" "single,gpipe,coop,1f1b${extra[$model]}" "$r"
+		sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r"
 	done
 	k1="$dir/$model/k1/runs.jsonl" k2="$dir/$model/k2/runs.jsonl"
 	echo "## $model: K = 2 forecast from K = 1"

@@ -8,8 +8,9 @@
 # datasets with this script and commits them in the same change.
 #
 # Usage: scripts/record-datasets.sh [NAME…]
-#   NAME: validation, schedules, large, straggler, mpi (default: all but
-#   mpi when mpirun or the mpi build's libraries are missing)
+#   NAME: validation, schedules, large, straggler, transformer, mpi
+#   (default: all but mpi when mpirun or the mpi build's libraries are
+#   missing)
 #
 # It takes the machine for minutes to tens of minutes per dataset on two
 # cores (each generator's doc comment estimates its own; the script prints
@@ -23,6 +24,7 @@ declare -A env=(
 	[schedules]=PIPECAST_GENERATE_SCHEDULES
 	[large]=PIPECAST_GENERATE_LARGE_VALIDATION
 	[straggler]=PIPECAST_GENERATE_STRAGGLER
+	[transformer]=PIPECAST_GENERATE_TRANSFORMER
 	[mpi]=PIPECAST_GENERATE_MPI_VALIDATION
 )
 declare -A test=(
@@ -30,6 +32,7 @@ declare -A test=(
 	[schedules]=TestGenerateScheduleDataset
 	[large]=TestGenerateLargeDataset
 	[straggler]=TestGenerateStragglerDataset
+	[transformer]=TestGenerateTransformerDataset
 	[mpi]=TestGenerateMPIValidationDataset
 )
 declare -A file=(
@@ -37,6 +40,7 @@ declare -A file=(
 	[schedules]=predictor/testdata/schedules_validation_runs.jsonl
 	[large]=predictor/testdata/large_validation_runs.jsonl
 	[straggler]=predictor/testdata/straggler_runs.jsonl
+	[transformer]=predictor/testdata/transformer_validation_runs.jsonl
 	[mpi]=predictor/testdata/mpi_validation_runs.jsonl
 )
 
@@ -44,7 +48,7 @@ have_mpi() { command -v mpirun >/dev/null && pkg-config --exists ompi-c 2>/dev/n
 
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-	names=(validation schedules large straggler)
+	names=(validation schedules large straggler transformer)
 	if have_mpi; then
 		names+=(mpi)
 	else
@@ -53,7 +57,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 for n in "${names[@]}"; do
 	if [[ -z "${env[$n]:-}" ]]; then
-		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, large, straggler or mpi)" >&2
+		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, large, straggler, transformer or mpi)" >&2
 		exit 2
 	fi
 	if [[ "$n" == mpi ]] && ! have_mpi; then

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/pipecast/pipecast/config"
+	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/reports"
 )
@@ -14,8 +15,11 @@ import (
 // cost model by label when it is not "": by time, the block times the
 // runs measured where the data holds them at the micro-batch size (so
 // that the forecast splits the model where a run would), the fitted
-// block times elsewhere; otherwise the balance's cost, and why (a
-// parenthesis, or ""). "" when no configuration has more than one stage.
+// block times elsewhere; by memory, what it minimises; otherwise the
+// balance's cost; each with why (a parenthesis, or ""). "" when no
+// configuration has more than one stage, or every split was decided
+// otherwise (given whole, which the runs table's footnote and the plan's
+// partition column show, or a plan's memory split).
 func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string) string {
 	var balance config.Balance
 	var measured, fitted []int
@@ -28,23 +32,28 @@ func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string
 			continue
 		}
 		mb := cfg.MicroBatchSize()
-		if slices.Contains(c.MeasuredBalanceSizes(), mb) {
+		if c.BalanceMeasured(mb, resolvedSeq(cfg)) {
 			measured = appendNew(measured, mb)
 		} else {
 			fitted = appendNew(fitted, mb)
 		}
 	}
-	if balance == "" {
-		return ""
-	}
 	of := ""
 	if label != "" {
 		of = " (" + label + ")"
 	}
-	if balance != config.BalanceTime {
-		if why != "" {
-			why = " " + why
-		}
+	if balance == "" {
+		return ""
+	}
+	if why != "" {
+		why = " " + why
+	}
+	switch balance {
+	case config.BalanceMemory:
+		return fmt.Sprintf("Partitions%s minimise the largest device's peak memory as modelled from each stage's weights, "+
+			"optimizer state and micro-batches in flight%s; interleaved and coop balance multiply-accumulates.", of, why)
+	case config.BalanceTime:
+	default:
 		return fmt.Sprintf("Partitions%s balance each block's %s%s.", of, balanceCost(balance), why)
 	}
 	var parts []string
@@ -55,6 +64,16 @@ func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string
 		parts = append(parts, "the fitted block times at "+sizes(fitted))
 	}
 	return fmt.Sprintf("Partitions%s balance time: %s.", of, reports.JoinAnd(parts))
+}
+
+// resolvedSeq is the sequence length cfg's model is built with: a
+// language model's own where cfg leaves it 0; 0 for any other model.
+func resolvedSeq(cfg config.Config) int {
+	mc, err := models.Resolved(cfg.Model, cfg.ModelConfig)
+	if err != nil {
+		return cfg.ModelConfig.Seq
+	}
+	return mc.Seq
 }
 
 // balanceCost names what a balance evens out.

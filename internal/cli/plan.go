@@ -46,8 +46,13 @@ type PlanOptions struct {
 	// ByDevice prints every configuration's devices, a row each, in
 	// place of the plan's table.
 	ByDevice bool
+	// Partition is --partition as given: the split every configuration
+	// of its stage count takes instead of the plan's; PartitionSizes
+	// its blocks per stage, parsed.
+	Partition string
 
-	MemoryBytes int64
+	MemoryBytes    int64
+	PartitionSizes []int
 }
 
 // defaultPlanMicro are the micro-batch counts a plan tries by default.
@@ -80,6 +85,22 @@ With --data (the runs.jsonl of measured
 runs of the same model and sizes, as pipecast predict takes) each is
 also forecast as pipecast predict forecasts it: step time, bubble and
 samples/s; one the data ran shows its measured step beside the forecast.
+
+Each configuration's split (the partition column: the blocks of each stage)
+balances compute: multiply-accumulates, or with --data the fitted block
+times. Where memory limits, a plan looks for a better split: the first
+and last stages often hold more than their layers (1F1B's first stage K
+micro-batches in flight, a transformer's embedding and LM head), so an
+uneven split can lower the largest device's peak. Without --memory and
+without --data, which rank by peak, every configuration takes its
+lightest split; with --memory, a configuration whose balanced split is
+over budget takes the split of most even compute that fits (else its
+lightest). Splits are weighed by a model of each device's memory,
+calibrated to meta replays of the splits it picks, and each chosen split
+is replayed exactly; interleaved and coop, whose devices hold more than
+one stage's memory, keep their balanced split. --partition 3,4,4,3 gives
+the split instead (K stages, or K·v for interleaved; the configurations
+of another stage count are left out).
 
 A configuration whose largest device needs more than --memory bytes (16GiB,
 512MiB, 2e9) is over budget. The others are ranked by forecast step time
@@ -128,6 +149,7 @@ bar).`,
 	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
 	addOptimizerFlags(f, &opts.Train)
 	f.BoolVar(&opts.ByDevice, "by-device", false, "print each configuration's devices, a row each: blocks, parameters and peak bytes by category")
+	f.StringVar(&opts.Partition, "partition", "", partitionUsage+"; configurations of other stage counts are left out")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -193,14 +215,25 @@ func (o *PlanOptions) validate() error {
 	if err := checkOutputFiles("svg", o.SVG); err != nil {
 		return err
 	}
+	if err := o.validateVariants(); err != nil {
+		return err
+	}
+	if err := o.parsePartition(); err != nil {
+		return err
+	}
 	base := o.base(0)
 	base.Schedule.Name = schedule.GPipe
 	base.Schedule.Micro = 1
+	if o.PartitionSizes != nil && len(o.PartitionSizes) != o.Devices {
+		// A partition for interleaved's K·v stages: parsePartition
+		// checked it against the model.
+		base.Bounds, base.Balance = nil, config.BalanceMACs
+	}
 	var inv *config.InvalidError
 	if err := base.Validate(); errors.As(err, &inv) && !inv.Rule.Misfit() {
 		return usageErrorf("--%s %s: %s", inv.Field, inv.Value, inv.Reason)
 	}
-	return o.validateVariants()
+	return nil
 }
 
 // byteUnits are the suffixes parseBytes takes, lower case.
@@ -262,11 +295,15 @@ func (o *PlanOptions) base(threads int) config.Config {
 		threads = config.DefaultThreads(o.Devices)
 	}
 	h := o.Train.Hyper(o.Model)
-	return config.Config{
+	cfg := config.Config{
 		Model: o.Model, ModelConfig: o.Size.config(a), Batch: o.Batch,
 		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
 		Threads: threads, Dataset: "synthetic", Seed: 1, Optimizer: o.optimizer(), SGD: h.SGD, AdamW: h.AdamW,
 	}
+	if o.PartitionSizes != nil {
+		cfg.Bounds, cfg.Balance = config.BoundsOf(o.PartitionSizes), config.BalanceGiven
+	}
+	return cfg
 }
 
 // planCosts fits the data's cost models and returns the one of the
@@ -296,7 +333,16 @@ func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, []profiler.
 	key := keys[0]
 	cfg := o.base(key.Threads)
 	data := predictor.DataSweep(recs, key)
-	cfg.Backend, cfg.Balance, cfg.Transport = key.Backend, data.Balance, key.Transport
+	cfg.Backend, cfg.Transport = key.Backend, key.Transport
+	if cfg.Balance != config.BalanceGiven {
+		cfg.Balance = data.Balance
+		if b := data.Balance; b == config.BalanceGiven || b == config.BalanceMemory {
+			// The data's runs were split as given or for memory; a plan
+			// balances the fitted block times and finds memory splits
+			// itself.
+			cfg.Balance = config.BalanceTime
+		}
+	}
 	return fits[key], cfg, recs, nil
 }
 
@@ -327,6 +373,9 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if len(rows) == 0 {
 		return &InputError{Err: errors.New("no configuration can train; give other --microbatches, --batch or --devices")}
 	}
+	if err := predictor.SplitPlan(ctx, costs, rows, opts.MemoryBytes, 0); err != nil {
+		return err // a given split (--partition) is kept
+	}
 	predictor.RankPlan(rows, opts.MemoryBytes)
 	entries := planEntries(rows, costs, recs)
 	topts := reports.PlanTableOptions{Title: planTitle(base, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes}
@@ -346,6 +395,9 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	why := "(no --data times the blocks)"
 	if costs != nil {
 		why = "(as the data's runs did)"
+	}
+	if slices.ContainsFunc(rows, func(r predictor.PlanRow) bool { return r.MemorySplit }) {
+		why += ", but for the splits marked * in the partition column, chosen for memory"
 	}
 	if n := balanceNote(costs, planConfigs(rows), "", why); n != "" {
 		topts.Footnotes = append(topts.Footnotes, n)
@@ -406,6 +458,7 @@ func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel, recs []pr
 		e := reports.PlanEntry{Schedule: s.Name, Micro: s.Micro, PeakBytes: peak, PeakDevice: dev,
 			TopCategory: r.TopCategory().String(), Rank: r.Rank, OverBudget: r.OverBudget}
 		e.Options = s.OptionLabel()
+		e.Partition, e.MemorySplit = config.FormatPartition(config.SizesOf(r.Bounds)), r.MemorySplit
 		if p := r.Predicted; p != nil {
 			e.Timed, e.StepNanos, e.StepRelErr = true, p.Summary.StepNanosMedian, p.Summary.PredictedRelErr
 			e.Extrapolated = costs != nil && len(costs.Extrapolated([]int{r.Config.MicroBatchSize()})) > 0

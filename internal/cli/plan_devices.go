@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/predictor"
 	"github.com/pipecast/pipecast/reports"
@@ -117,6 +118,10 @@ func planDevicesTitle(r *predictor.PlanRow, timed bool) string {
 	case timed:
 		what = "the fastest"
 	}
-	return fmt.Sprintf("Devices of %s with M=%d, %s: blocks held and peak memory by category",
-		r.Config.Schedule.Label(), r.Config.Schedule.Micro, what)
+	split := ""
+	if r.MemorySplit {
+		split = " split " + config.FormatPartition(config.SizesOf(r.Bounds)) + " for memory"
+	}
+	return fmt.Sprintf("Devices of %s with M=%d%s, %s: blocks held and peak memory by category",
+		r.Config.Schedule.Label(), r.Config.Schedule.Micro, split, what)
 }

@@ -41,9 +41,12 @@ type PredictOptions struct {
 
 	// StragglerFlag is --straggler DEVICE:FACTOR, parsed into the sweep.
 	StragglerFlag string
+	// PartitionFlags are the --partition values, parsed into the sweep's
+	// Partitions (the data's where none is given).
+	PartitionFlags []string
 
 	Validate bool
-	Holdout  string // devices|microbatch|random
+	Holdout  string // devices|microbatch|seq|random
 	Seed     uint64 // the random holdout's folds
 	// Train, with Validate, are runs.jsonl files to fit on instead of
 	// holding Data's runs out: every measured run of Data is forecast
@@ -52,7 +55,7 @@ type PredictOptions struct {
 }
 
 // The holdouts predictor.Validate accepts.
-var predictHoldouts = []string{"devices", "microbatch", "random"}
+var predictHoldouts = predictor.Holdouts()
 
 // NewCmdPredict returns the predict command. runF, when not nil, runs
 // instead of the real work, so that tests can check what the flags
@@ -76,7 +79,10 @@ measured. Give new values to forecast new configurations, such as
 --devices 2,4,8 from single-device runs. A model, input size, classes,
 width, backend, thread count, transport or optimizer the data has no
 measured runs of cannot be forecast: predict refuses it (exit status 2)
-and lists what the data holds. Runs of one process per device over MPI
+and lists what the data holds. A language model's sequence length is the
+exception: its runs at every --seq fit one cost model, whose block times
+grow with the tokens and with attention's m·S², so --seq forecasts
+lengths never run (a footnote names those outside the measured ones). Runs of one process per device over MPI
 (profile --transport mpi) are fitted apart from in-process runs, and
 forecast runs of their own transport: --transport mpi picks them. So are
 the runs of each optimizer (an AdamW update keeps two moments a
@@ -95,7 +101,8 @@ of exactly that configuration).
 
 --validate checks the predictor on the data instead: it holds runs out
 (--holdout devices: each device count in turn; microbatch: each
-micro-batch size in turn; random: five seeded folds of configurations),
+micro-batch size in turn; seq: each sequence length of a language model
+in turn; random: five seeded folds of configurations),
 forecasts them from the rest and prints, per schedule and overall, the
 mean and largest relative error, Kendall's τ between forecast and
 measured step times, the measurements' own noise (within a run, and
@@ -147,7 +154,11 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	f.IntSliceVar(&opts.Micro, "microbatches", nil, "numbers of micro-batches M per step (default: the data's)")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
 	addScheduleOptionFlags(f, &opts.Variants, " (default: the data's, else the option's default)")
-	f.StringVar((*string)(&opts.Balance), "balance", "", "block cost the partition balances: params|macs|time (default: the data's)")
+	addBalanceFlag(cmd, &opts.Balance, "", " (default: the data's)")
+	f.Lookup("balance").DefValue = "" // help shows no empty default
+	addPartitionFlag(f, &opts.PartitionFlags)
+	f.Lookup("partition").Usage += " (default: the data's, where its runs were given theirs)"
+
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: forecast runs whose device DEVICE computes FACTOR times as slowly (profile --straggler)")
@@ -165,7 +176,6 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	f.StringSliceVar(&opts.Train, "train", nil, "with --validate, runs.jsonl files to fit on, forecasting every run of --data instead of holding runs out")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("holdout", cobra.FixedCompletions(predictHoldouts, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -173,7 +183,7 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
 var predictConfigFlags = slices.Concat([]string{"model", "batch", "devices", "microbatches",
-	"schedule", "balance", "threads", "backend", "transport", "straggler", "out", "trace", "pprof",
+	"schedule", "balance", "partition", "threads", "backend", "transport", "straggler", "out", "trace", "pprof",
 	"optimizer", "lr", "weight-decay", "betas", "eps"}, sizeFlagNames(), scheduleOptionFlagNames())
 
 // validate checks the flags on their own. The configuration values are
@@ -218,8 +228,14 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
 	}
+	if o.Partitions, err = parsePartitions(o.PartitionFlags, &o.Balance, flags.Changed("balance")); err != nil {
+		return err
+	}
 	check := o.sweep(predictDefaults)
 	check.Backend = tensor.CPUBackend
+	if check.Balance == config.BalanceGiven && check.Partitions == nil {
+		check.Balance = predictDefaults.Balance // the data's partitions, read later
+	}
 	if err := check.Check(); err != nil {
 		return sweepError(err, nil)
 	}
@@ -267,6 +283,9 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s.Variants = o.Variants.Or(data.Variants)
 	if o.Balance != "" {
 		s.Balance = o.Balance
+		if o.Partitions != nil || o.Balance != config.BalanceGiven {
+			s.Partitions = o.Partitions // another balance drops the data's partitions
+		}
 	}
 	if o.Threads != 0 {
 		s.Threads = o.Threads

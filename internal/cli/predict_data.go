@@ -27,8 +27,14 @@ func (o *PredictOptions) targets(recs []profiler.Record) ([]predictor.Key, error
 	}
 	for _, sf := range models.SizeFlags() {
 		values := sf.Values(o.SizeVariants)
+		// A language model's key spans every sequence length (see
+		// predictor.KeySize): the flag of the sequence lengths, the one
+		// that lists SizeVariants.Seqs, selects it at any.
+		spans := len(sf.Values(models.SizeVariants{Seqs: []int{0}})) > 0
 		filters = append(filters, filter{sf.Name, len(values),
-			func(k predictor.Key, i int) bool { return sf.Selects(o.SizeVariants, i, k.Model, k.SizeRecord) },
+			func(k predictor.Key, i int) bool {
+				return spans && k.SpansSeq() || sf.Selects(o.SizeVariants, i, k.Model, k.SizeRecord)
+			},
 			func(i int) string { return values[i] }})
 	}
 	filters = append(filters, []filter{

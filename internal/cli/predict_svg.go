@@ -29,12 +29,13 @@ func writePredictionTimeline(w io.Writer, pred profiler.Record, recs []profiler.
 
 // sameConfiguration reports whether two records ran (or forecast) one
 // configuration: the same cost-model key (model, sizes, backend,
-// threads, transport) and the same batch, K, M, schedule and options,
+// threads, transport) and sizes (a language model's sequence length,
+// which its key leaves out), the same batch, K, M, schedule and options,
 // balance and straggler. Steps, seed, data and optimizer do not change
 // what a step's timeline looks like, and a forecast does not set them as
 // a run does.
 func sameConfiguration(a, b *profiler.Record) bool {
 	x, y := a.Config, b.Config
-	return predictor.KeyOf(a) == predictor.KeyOf(b) && x.Batch == y.Batch && x.RecordOptions == y.RecordOptions &&
+	return predictor.KeyOf(a) == predictor.KeyOf(b) && x.SizeRecord == y.SizeRecord && x.Batch == y.Batch && x.RecordOptions == y.RecordOptions &&
 		x.Balance == y.Balance && x.StragglerDevice == y.StragglerDevice && x.StragglerFactor == y.StragglerFactor
 }

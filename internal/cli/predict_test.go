@@ -95,7 +95,7 @@ func TestNewCmdPredictFlags(t *testing.T) {
 		{name: "unknown model", args: []string{"--data", "a", "--model", "resnet51"}, wantUsage: "--model:"},
 		{name: "unknown schedule", args: []string{"--data", "a", "--schedule", "zb"}, wantUsage: `--schedule "zb": unknown schedule`},
 		{name: "unknown checkpoint", args: []string{"--data", "a", "--checkpoint", "sometimes"}, wantUsage: `unknown checkpoint mode "sometimes"`},
-		{name: "unknown balance", args: []string{"--data", "a", "--balance", "flops"}, wantUsage: `--balance "flops": unknown cost`},
+		{name: "unknown balance", args: []string{"--data", "a", "--balance", "flops"}, wantUsage: `--balance "flops": unknown balance`},
 		{name: "zero devices", args: []string{"--data", "a", "--devices", "2,0"}, wantUsage: "--devices 0: need at least 1"},
 		{name: "zero width", args: []string{"--data", "a", "--width", "0"}, wantUsage: "--width 0: must be a positive number"},
 		{name: "empty list", args: []string{"--data", "a", "--microbatches", ""}, wantUsage: "--microbatches"},

@@ -193,6 +193,9 @@ func validationTable(v *predictor.Validation, title string) *reports.Table {
 		var wrong, ties []string
 		for _, w := range v.Winners {
 			at := fmt.Sprintf("%s K=%d M=%d batch %d", w.Key.Model, w.Devices, w.Micro, w.Batch)
+			if w.Seq > 0 {
+				at = fmt.Sprintf("%s K=%d M=%d batch %d seq %d", w.Key.Model, w.Devices, w.Micro, w.Batch, w.Seq)
+			}
 			switch {
 			case w.Tie():
 				ties = append(ties, at)

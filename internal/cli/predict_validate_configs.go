@@ -42,7 +42,8 @@ func configurationTable(v *predictor.Validation) *reports.Table {
 	names := schedule.Names()
 	slices.SortStableFunc(ps, func(a, b predictor.Pair) int {
 		return cmp.Or(
-			cmp.Compare(a.Key.Label(a.Key.Model), b.Key.Label(b.Key.Model)),
+			cmp.Compare(a.Key.String(), b.Key.String()),
+			cmp.Compare(a.Config.Seq, b.Config.Seq),
 			cmp.Compare(slices.Index(names, a.Config.Schedule), slices.Index(names, b.Config.Schedule)),
 			cmp.Compare(a.Config.RecordOptions.Label(), b.Config.RecordOptions.Label()),
 			cmp.Compare(a.Config.Devices, b.Config.Devices),
@@ -67,7 +68,7 @@ func configurationTable(v *predictor.Validation) *reports.Table {
 		}
 		e := (p.Predicted - p.Measured) / p.Measured
 		t.Rows = append(t.Rows, []reports.Cell{
-			reports.String(p.Key.Label(p.Key.Model)),
+			reports.String(pairLabel(p)),
 			{Value: p.Config.Schedule, Text: p.Config.RecordOptions.Label(), Short: p.Config.RecordOptions.ShortLabel()},
 			reports.Int(int64(p.Config.Devices)), reports.Int(int64(p.Config.Micro)), reports.Int(int64(p.Config.MicroBatchSize())),
 			reports.String(p.Fold), reports.Int(int64(p.Rounds)),
@@ -106,4 +107,12 @@ func signedPercentCell(f float64) reports.Cell {
 		text = "0.0 %"
 	}
 	return reports.Cell{Value: f, Text: text}
+}
+
+// pairLabel names a held-out configuration's model and size: its key's,
+// with a language model's sequence length, which keys leave out.
+func pairLabel(p predictor.Pair) string {
+	size := p.Key.SizeRecord
+	size.Seq = p.Config.Seq
+	return size.Label(p.Key.Model)
 }

@@ -49,6 +49,10 @@ type ProfileOptions struct {
 	// StragglerFlag and FailFlag are --straggler DEVICE:FACTOR and --fail
 	// DEVICE:STEP, parsed into the sweep by validate.
 	StragglerFlag, FailFlag string
+	// PartitionFlags are the --partition values, parsed into the sweep's
+	// Partitions by validate; BalanceSet says whether --balance was given.
+	PartitionFlags []string
+	BalanceSet     bool
 
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
@@ -123,9 +127,11 @@ report renders that file again. Ctrl-C stops the sweep after the current
 run. Progress is shown on standard error when it is a terminal.`,
 		Example: `  pipecast profile
   pipecast profile --model mlp --devices 1,2 --microbatches 1,2,4,8 --schedule gpipe,coop,1f1b --batch 16 --steps 2 --out runs
-  pipecast profile --model vgg16bn --image 64 --width 0.5 --schedule gpipe --checkpoint never,always --output markdown`,
+  pipecast profile --model vgg16bn --image 64 --width 0.5 --schedule gpipe --checkpoint never,always --output markdown
+  pipecast profile --model gpt2 --width 0.25 --layers 4 --seq 32 --batch 8 --schedule 1f1b --partition 2,4`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.BalanceSet = cmd.Flags().Changed("balance")
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -148,7 +154,9 @@ run. Progress is shown on standard error when it is a terminal.`,
 	// Time is the default: at small widths per-op overheads, not MACs,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.
-	f.StringVar((*string)(&opts.Balance), "balance", string(config.BalanceTime), "block cost the partition balances: params|macs|time (time: each block's forward and backward measured on one device at the micro-batch size)")
+	addBalanceFlag(cmd, &opts.Balance, config.BalanceTime, " (time: each block's forward and backward measured on one device at the micro-batch size; "+
+		"memory: the split whose largest device's modelled peak is lowest; given: --partition's)")
+	addPartitionFlag(f, &opts.PartitionFlags)
 	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
 	f.IntVar(&opts.Rounds, "rounds", defaultRounds, "run the sweep this many times, every configuration once a round, each round in a fresh order, so that the machine's slow spells fall on every configuration alike; a configuration's rounds share one partition, and its point is their median")
@@ -168,7 +176,6 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.Pprof, "pprof", "", "write a pprof profile of the sweep's runs to this file")
 	addTableFlags(cmd, &opts.Output, &opts.Wide)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions(schedule.Names(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("balance", cobra.FixedCompletions([]string{"params", "macs", "time"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -176,6 +183,9 @@ run. Progress is shown on standard error when it is a terminal.`,
 // steps; expandSweep checks how they combine.
 func (o *ProfileOptions) validate() error {
 	var err error
+	if o.Partitions, err = parsePartitions(o.PartitionFlags, &o.Balance, o.BalanceSet); err != nil {
+		return err
+	}
 	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
 	}

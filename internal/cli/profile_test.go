@@ -87,7 +87,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					t.Errorf("scalars: %+v", *o)
 				}
 			}},
-		{name: "unknown balance", args: []string{"--balance", "flops"}, wantUsage: `--balance "flops": unknown cost`},
+		{name: "unknown balance", args: []string{"--balance", "flops"}, wantUsage: `--balance "flops": unknown balance`},
 		{name: "unknown model", args: []string{"--model", "resnet51"}, wantUsage: "--model:"},
 		{name: "unknown schedule", args: []string{"--schedule", "gpipe,zb"}, wantUsage: `--schedule "zb": unknown schedule`},
 		{name: "unknown checkpoint", args: []string{"--checkpoint", "sometimes"}, wantUsage: `unknown checkpoint mode "sometimes"`},

@@ -19,6 +19,16 @@ func runKey(rc profiler.RunConfig, backend, transport string) string {
 	return fmt.Sprintf("%s|%s|%s", b, backend, transport)
 }
 
+// givenSplit tells apart in a run's key the runs of one configuration
+// given different splits (profile --partition), which their records hold
+// in their partition alone: the split where balance is given, else "".
+func givenSplit(balance string, bounds []int) string {
+	if config.Balance(balance) != config.BalanceGiven {
+		return ""
+	}
+	return fmt.Sprintf("|split %v", bounds)
+}
+
 // remainingRounds returns, for each configuration of cfgs, the first
 // round of rounds that the dataset at path does not hold a measured
 // record of (rounds + 1 when it holds them all: a configuration's records
@@ -40,7 +50,7 @@ func remainingRounds(path string, cfgs []config.Config, steps, warmup, rounds in
 	held := map[string]int{}
 	for i := range recs {
 		if r := &recs[i]; r.Kind == profiler.KindMeasured {
-			held[runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env))]++
+			held[runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env))+givenSplit(r.Config.Balance, r.Bounds())]++
 		}
 	}
 	done := 0
@@ -49,7 +59,8 @@ func remainingRounds(path string, cfgs []config.Config, steps, warmup, rounds in
 		if err != nil {
 			return nil, 0, err
 		}
-		n := min(held[runKey(c.RecordConfig(m.Config, steps, warmup), c.Backend, c.Transport)], rounds)
+		rc := c.RecordConfig(m.Config, steps, warmup)
+		n := min(held[runKey(rc, c.Backend, c.Transport)+givenSplit(rc.Balance, c.Bounds)], rounds)
 		first[i] = n + 1
 		done += n
 	}
