@@ -45,7 +45,7 @@ func planDevices(t *testing.T, args ...string) []planDeviceRow {
 // 1 and the optimizer's slots (AdamW's two moments by default, SGD's
 // momentum with --optimizer sgd); the first device holds the embedding,
 // the last the LM head, GPT-2's tied to the embedding and so held twice.
-// It times the command once and reports it; a limit far above
+// It times the command once and reports it; a limit far above
 // the few seconds it takes only catches a replay that allocates.
 func TestPlanLanguageModelMemory(t *testing.T) {
 	args := []string{"plan", "--model", "llama2-7b", "--seq", "4096", "--batch", "8", "--devices", "8"}
