@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipecast/pipecast/schedule"
 )
 
 // A partition given whole is written as its stages' block counts, in
@@ -117,11 +119,15 @@ func checkPartition(c Config, n int) error {
 }
 
 // stagesOf says what decides c's stage count: "1f1b at K=4",
-// "interleaved at K=4 with v=2 (K·v)".
+// "interleaved at K=4 with v=2 (K·v)", "zb-v at K=4 (2K)".
 func stagesOf(c Config) string {
 	s := c.Schedule.WithDefaults()
-	if c.Stages() != s.Devices {
-		return fmt.Sprintf("%s at K=%d with v=%d (K·v)", s.Name, s.Devices, s.Virtual)
+	switch rule := s.StageRule(); {
+	case rule == "":
+		return fmt.Sprintf("%s at K=%d", s.Name, s.Devices)
+	case s.Name == schedule.Interleaved:
+		return fmt.Sprintf("%s at K=%d with v=%d (%s)", s.Name, s.Devices, s.Virtual, rule)
+	default:
+		return fmt.Sprintf("%s at K=%d (%s)", s.Name, s.Devices, rule)
 	}
-	return fmt.Sprintf("%s at K=%d", s.Name, s.Devices)
 }

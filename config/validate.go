@@ -19,7 +19,7 @@ const (
 	RuleModel     Rule = iota // the model is in the zoo and can be built at its sizes
 	RuleImage                 // the model takes its sizes: an input no smaller, a sequence no longer than it accepts
 	RuleCounts                // batch, devices, micro-batches and threads are positive
-	RuleStages                // no more stages (devices, × virtual stages for interleaved) than the model has blocks
+	RuleStages                // no more stages (devices; × virtual stages for interleaved, × 2 for zb-v and dualpipev) than the model has blocks
 	RuleSchedule              // the schedule exists and its options make sense
 	RuleSingle                // single runs on one device
 	RuleMicro                 // the batch splits into M equal micro-batches
@@ -132,16 +132,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// checkStages checks that the model's n blocks make c's stages: K, or
-// for interleaved K·v.
+// checkStages checks that the model's n blocks make c's stages: K, K·v
+// for interleaved, 2K for the V-shaped schedules.
 func checkStages(c Config, n int) error {
 	s := c.Schedule
 	if s.Devices > n {
 		return invalid(RuleStages, "devices", s.Devices, "%s has %d blocks, so at most %d stages", c.Model, n, n)
 	}
 	if k := c.Stages(); k > n {
-		return invalid(RuleStages, "virtual-stages", s.Virtual,
-			"%s has %d blocks, so at most %d stages, fewer than %d devices × %d virtual stages = %d", c.Model, n, n, s.Devices, s.Virtual, k)
+		if s.Name == schedule.Interleaved {
+			return invalid(RuleStages, "virtual-stages", s.Virtual,
+				"%s has %d blocks, so at most %d stages, fewer than %d devices × %d virtual stages = %d", c.Model, n, n, s.Devices, s.Virtual, k)
+		}
+		return invalid(RuleStages, "devices", s.Devices,
+			"%s has %d blocks, so at most %d stages, fewer than the %d stages of %s", c.Model, n, n, k, stagesOf(c))
 	}
 	return nil
 }

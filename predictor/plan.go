@@ -78,7 +78,7 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 				cfg.Schedule.Devices, cfg.Schedule.Micro = k, m
 				var inv *config.InvalidError
 				switch err := cfg.Validate(); {
-				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && inv.Field == "virtual-stages" ||
+				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && cfg.Stages() > k ||
 					inv.Rule == config.RulePartition && len(cfg.Bounds) != cfg.Stages()+1):
 					if skips[inv.Rule] == nil {
 						skips[inv.Rule] = &PlanSkip{Reason: planSkipReason(inv.Rule, cfg)}
@@ -113,7 +113,7 @@ func planSkipReason(r config.Rule, cfg config.Config) string {
 	case config.RuleShards:
 		return fmt.Sprintf("coop, whose batch %d does not split into %d equal shards", cfg.Batch, cfg.Schedule.Devices)
 	case config.RuleStages:
-		return fmt.Sprintf("interleaved chunk counts that cut %s into more stages than its blocks", cfg.Model)
+		return fmt.Sprintf("schedules of several stages a device that cut %s into more stages than its blocks", cfg.Model)
 	case config.RulePartition:
 		return fmt.Sprintf("configurations of other stage counts than the %d of the partition given", len(cfg.Bounds)-1)
 	}

@@ -128,6 +128,32 @@ func TestTimelineInterleavedRows(t *testing.T) {
 	if want := []string{"cpu:0 · stages 0, 2", "cpu:1 · stages 1, 3"}; !slices.Equal(labels, want) {
 		t.Errorf("device rows %q, want %q", labels, want)
 	}
+	// The ops of each device's later stage (2 and 3) are hatched, the
+	// others not, and the legend says what the hatch means.
+	root := decodeSVG(t, buf.Bytes())
+	for _, op := range withClass(root, "op") {
+		var title string
+		hatched := false
+		for _, c := range op.Children {
+			switch {
+			case c.XMLName.Local == "title":
+				title = c.Text
+			case c.XMLName.Local == "rect" && c.attr("fill") == "url(#"+laterHatch+")":
+				hatched = true
+			}
+		}
+		later := strings.Contains(title, "stage 2") || strings.Contains(title, "stage 3")
+		if hatched != later {
+			t.Errorf("op %q: hatched %v, want %v", title, hatched, later)
+		}
+	}
+	var legend []string
+	for _, it := range withClass(root, "legend-item") {
+		legend = append(legend, it.attr("data-op"))
+	}
+	if !slices.Contains(legend, laterStages) {
+		t.Errorf("legend %v has no %q", legend, laterStages)
+	}
 
 	buf.Reset()
 	if err := WriteTimelinesSVG(&buf, []TimelineRun{{Record: rec, Step: 1}, {Record: splitRecord(), Step: 1}}); err != nil {

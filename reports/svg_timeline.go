@@ -31,10 +31,38 @@ const (
 type timelineRow struct {
 	device int
 	label  string
-	// chunks is set when the device holds several stages (interleaved):
-	// its ops are then labelled "stage.micro-batch", so that every chunk
-	// change shows.
+	// chunks is set when the device holds several stages (interleaved,
+	// the V-shaped schedules): its ops are then labelled
+	// "stage.micro-batch", so that every chunk change shows, and those of
+	// its stages after its first (a V's way back) are hatched.
 	chunks bool
+	first  int // the device's first stage
+}
+
+// laterStages is the legend's item for the hatch over the ops of a
+// device's stages after its first.
+const laterStages = "later stage of a device"
+
+// laterHatch is the id of the pattern that hatches them.
+const laterHatch = "pipecast-later-stage"
+
+// writeHatchDefs defines the hatch pattern.
+func writeHatchDefs(s *svgWriter) {
+	s.printf(`<defs><pattern id="%s" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">`+
+		`<line x1="0" y1="0" x2="0" y2="6" stroke="#FFFFFF" stroke-opacity="0.6" stroke-width="2.5"/></pattern></defs>`+"\n", laterHatch)
+}
+
+// withLaterStages returns kinds with the hatch's legend item when a band
+// has a device of several stages.
+func withLaterStages(kinds []string, bands ...timelineBand) []string {
+	for _, b := range bands {
+		for _, r := range b.rows {
+			if r.chunks {
+				return append(slices.Clip(kinds), laterStages)
+			}
+		}
+	}
+	return kinds
 }
 
 // WriteTimelineSVG writes the measured step numbered step of rec (a
@@ -54,7 +82,7 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 	plotW := tlWidth - tlLeft - tlRight
 	x := func(ns int64) float64 { return tlLeft + float64(ns)/float64(b.span)*plotW }
 	bottom := tlTop + float64(len(b.rows))*(tlRowHeight+tlRowGap) - tlRowGap
-	kinds := legendKinds(b.ops)
+	kinds := withLaterStages(legendKinds(b.ops), b)
 	height := bottom + 84 + float64(legendLines(kinds)-1)*tlLegendLine
 
 	s := &svgWriter{w: w}
@@ -65,6 +93,7 @@ func WriteTimelineSVG(w io.Writer, rec profiler.Record, step int) error {
 	s.printf("<title>%s</title>\n", svgEscape(title))
 	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
 	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
+	writeHatchDefs(s)
 	// Grid and rows first, so the ops are drawn over them.
 	writeTimeAxis(s, b.span, x, [][2]float64{{tlTop - 4, bottom + 4}}, "", bottom)
 	writeBandRows(s, b, x, tlTop)
@@ -187,15 +216,17 @@ func writeBandRows(s *svgWriter, b timelineBand, x func(int64) float64, top floa
 func writeBandOps(s *svgWriter, b timelineBand, x func(int64) float64, top float64) {
 	s.printf(`<g class="ops">` + "\n")
 	for _, e := range b.ops {
-		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(top, b.rowOf[e.Device]), b.rows[b.rowOf[e.Device]].chunks)
+		r := b.rows[b.rowOf[e.Device]]
+		writeTimelineOp(s, e, x(e.StartNanos), x(e.EndNanos), rowY(top, b.rowOf[e.Device]), r.chunks, r.chunks && e.Stage > r.first)
 	}
 	s.printf("</g>\n")
 }
 
 // writeTimelineOp draws one op: its box, a tooltip and, when it fits, its
 // micro-batch number, after its stage ("2.3") on a device that holds
-// several stages (chunks).
-func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64, chunks bool) {
+// several stages (chunks), the box hatched when the stage is one of the
+// device's later ones.
+func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64, chunks, later bool) {
 	fill, stroke := OpColors[e.Op], "#FFFFFF"
 	if fill == "" {
 		fill, stroke = unknownOpColor, "#444444"
@@ -222,6 +253,9 @@ func writeTimelineOp(s *svgWriter, e profiler.Event, x0, x1, y float64, chunks b
 	w := max(x1-x0, tlMinOpWidth)
 	s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="%s" stroke-width="0.5"/>`+"\n",
 		svgNum(x0), svgNum(y), svgNum(w), svgNum(tlRowHeight), fill, stroke)
+	if later {
+		s.printf(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#%s)"/>`+"\n", svgNum(x0), svgNum(y), svgNum(w), svgNum(tlRowHeight), laterHatch)
+	}
 	if e.Micro >= 0 {
 		label := strconv.Itoa(e.Micro)
 		if chunks && e.Stage >= 0 {
@@ -298,6 +332,8 @@ func writeTimelineLegend(s *svgWriter, kinds []string, y float64) {
 	for _, it := range legendLayout(kinds) {
 		fill, stroke := OpColors[it.name], "#FFFFFF"
 		switch {
+		case it.name == laterStages:
+			fill, stroke = "#999999", "#FFFFFF"
 		case it.name == "idle" && fill == "":
 			fill, stroke = "#FFFFFF", "#BBBBBB"
 		case fill == "":
@@ -306,6 +342,9 @@ func writeTimelineLegend(s *svgWriter, kinds []string, y float64) {
 		ly := y + float64(it.line)*tlLegendLine
 		s.printf(`<g class="legend-item" data-op="%s">`+"\n", svgEscape(it.name))
 		s.printf(`<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="%s"/>`+"\n", svgNum(it.x), svgNum(ly-11), fill, stroke)
+		if it.name == laterStages {
+			s.printf(`<rect x="%s" y="%s" width="14" height="14" fill="url(#%s)"/>`+"\n", svgNum(it.x), svgNum(ly-11), laterHatch)
+		}
 		s.text(it.x+19, ly, "", it.name)
 		s.printf("</g>\n")
 	}
@@ -345,6 +384,9 @@ func timelineRows(rec profiler.Record, ops []profiler.Event) []timelineRow {
 		}
 		held := deviceStages(&rec, d)
 		rows[i] = timelineRow{device: d, label: name + " · " + stagesLabel(held, stages[d]), chunks: len(held) > 1}
+		if len(held) > 0 {
+			rows[i].first = slices.Min(held)
+		}
 	}
 	return rows
 }

@@ -68,7 +68,7 @@ func WriteTimelinesSVG(w io.Writer, runs []TimelineRun) error {
 		y += tlBandTitle + b.height() + tlBandGap
 	}
 	bottom := y - tlBandGap
-	kinds := legendKinds(ops)
+	kinds := withLaterStages(legendKinds(ops), bands...)
 	height := bottom + 84 + float64(legendLines(kinds)-1)*tlLegendLine
 
 	plotW := tlWidth - tlLeft - tlRight
@@ -81,6 +81,7 @@ func WriteTimelinesSVG(w io.Writer, runs []TimelineRun) error {
 	s.printf("<title>%s</title>\n", svgEscape(title))
 	s.printf(`<rect width="100%%" height="100%%" fill="#FFFFFF"/>` + "\n")
 	s.text(tlWidth/2, 24, ` class="title" text-anchor="middle" font-size="14" font-weight="bold"`, title)
+	writeHatchDefs(s)
 
 	// The grid runs through each band's rows, not through the titles.
 	grid := make([][2]float64, len(bands))

@@ -88,7 +88,7 @@ func TestEquivalenceWithBatchNorm(t *testing.T) {
 				switch o.Name {
 				case schedule.Coop:
 					continue
-				case schedule.OneF1B, schedule.Interleaved, schedule.ZBH1, schedule.ZBH2:
+				case schedule.OneF1B, schedule.Interleaved, schedule.ZBH1, schedule.ZBH2, schedule.ZBV, schedule.DualPipeV:
 					// Each accumulates every stage's micro-batch
 					// gradients in single's order.
 					p, b := checkSame(t, train(t, ctx, bnConfig(o), equivalenceSteps), single(m, equivalenceSteps))

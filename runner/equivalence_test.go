@@ -24,7 +24,7 @@ const equivalenceSteps = 3
 // pipelines returns the pipelined schedules the equivalence tests run on
 // K devices with M micro-batches: gpipe in every checkpoint mode, coop
 // with look-ahead 1 and M, 1f1b, interleaved with 2 chunks per device,
-// zb-h1 and zb-h2.
+// zb-h1, zb-h2, zb-v and dualpipev.
 func pipelines(k, m int) []schedule.Options {
 	out := []schedule.Options{
 		{Name: schedule.GPipe, Devices: k, Micro: m, Checkpoint: schedule.Never},
@@ -40,6 +40,8 @@ func pipelines(k, m int) []schedule.Options {
 		schedule.Options{Name: schedule.Interleaved, Devices: k, Micro: m, Virtual: 2},
 		schedule.Options{Name: schedule.ZBH1, Devices: k, Micro: m},
 		schedule.Options{Name: schedule.ZBH2, Devices: k, Micro: m},
+		schedule.Options{Name: schedule.ZBV, Devices: k, Micro: m},
+		schedule.Options{Name: schedule.DualPipeV, Devices: k, Micro: m},
 	)
 }
 

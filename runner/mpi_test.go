@@ -84,7 +84,9 @@ func TestMPIEqualsInProcess(t *testing.T) {
 				{Name: schedule.ZBH1, Devices: k, Micro: 2},
 			}
 			if l.model != "mlp" { // the mlp's 3 blocks are too few for 2K stages
-				scheds = append(scheds, schedule.Options{Name: schedule.Interleaved, Devices: k, Micro: 2, Virtual: 2})
+				scheds = append(scheds, schedule.Options{Name: schedule.Interleaved, Devices: k, Micro: 2, Virtual: 2},
+					schedule.Options{Name: schedule.ZBV, Devices: k, Micro: 2},
+					schedule.Options{Name: schedule.DualPipeV, Devices: k, Micro: 4})
 			}
 			for _, o := range scheds {
 				cfg := config.Config{Model: l.model, ModelConfig: l.mc, Batch: 12, Seed: 5, Threads: 1, Schedule: o, Balance: config.BalanceMACs}

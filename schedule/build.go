@@ -74,28 +74,31 @@ func Build(o Options) (*Program, error) {
 		p = zbH1(o)
 	case ZBH2:
 		p = zbH2(o)
+	case ZBV:
+		p = zbV(o)
+	case DualPipeV:
+		p = dualPipeV(o)
 	default:
 		panic("schedule: Check passed unknown schedule " + o.Name)
 	}
-	// The owners are final only now (interleaved moves them), and every
-	// schedule's first and last stages read the same data.
+	// Every schedule's first and last stages read the same data.
 	addPipelineLoads(p)
 	return p, nil
 }
 
-// newProgram returns an empty program of o with stages stages and one
-// device per stage, device k owning stage k.
-func newProgram(o Options, stages int) *Program {
+// newProgram returns an empty program of o: o.Stages() stages on
+// o.Devices devices, stage s on device o.Owner(s).
+func newProgram(o Options) *Program {
 	p := &Program{
 		Options: o,
-		Stages:  stages,
-		Owners:  make([]int, stages),
-		Devices: make([][]Op, stages),
-		MaxLive: make([]int, stages),
-		Loads:   make([][]Load, stages),
+		Stages:  o.Stages(),
+		Owners:  make([]int, o.Stages()),
+		Devices: make([][]Op, o.Devices),
+		MaxLive: make([]int, o.Devices),
+		Loads:   make([][]Load, o.Devices),
 	}
 	for s := range p.Owners {
-		p.Owners[s] = s
+		p.Owners[s] = o.Owner(s)
 	}
 	return p
 }

@@ -11,8 +11,9 @@ import (
 // keeps its promises:
 //
 //   - it has one op list and one MaxLive per device, one owner per stage
-//     (the identity, or stage s on device s mod K in interleaved, whose
-//     K·v stages match its Virtual), and every op's fields are in range:
+//     (Options.Owner: the identity, stage s on device s mod K in
+//     interleaved, whose K·v stages match its Virtual, or the V of zb-v
+//     and dualpipev), and every op's fields are in range:
 //     device k computes only on the stages it owns (Predict aside), the
 //     loss is on the last stage, sends go between the owners of
 //     neighbouring stages and never to the device itself, micro-batches
@@ -93,7 +94,7 @@ func (c *checker) fail(format string, args ...any) {
 // fields; the other checks index by them.
 func (c *checker) shape() {
 	p, interleaved := c.p, c.p.Options.Name == Interleaved
-	if c.K == 0 || len(p.MaxLive) != c.K || p.Options.Devices != c.K || (!interleaved && p.Stages != c.K) {
+	if c.K == 0 || len(p.MaxLive) != c.K || p.Options.Devices != c.K || (!interleaved && p.Stages != p.Options.Stages()) {
 		c.fail("%d devices, %d stages, %d MaxLive entries and %d devices in the options, want the same positive number",
 			c.K, p.Stages, len(p.MaxLive), p.Options.Devices)
 		return
@@ -129,7 +130,7 @@ func (c *checker) owners() {
 	}
 	c.owned = make([][]int, c.K)
 	for s, d := range c.p.Owners {
-		want := s % c.K // the identity unless interleaved, where S = K·v
+		want := c.p.Options.Owner(s)
 		switch {
 		case d < 0 || d >= c.K:
 			c.fail("stage %d owned by device %d, out of 0..%d", s, d, c.K-1)

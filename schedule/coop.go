@@ -35,7 +35,7 @@ package schedule
 //	dev 3 AG    P0.s3 P1.s3 P2.s3 A2A   F3.0  L0    B3.0  F3.1  L1    B3.1  F3.2  L2    B3.2  F3.3  L3    B3.3  U     .     .     .
 func coop(o Options) *Program {
 	K, M, d := o.Devices, o.Micro, o.Prefetch
-	p := newProgram(o, K)
+	p := newProgram(o)
 	const everyone = 0 // the index of the group of every device
 	if K > 1 {
 		p.Groups = [][]int{allDevices(K)}

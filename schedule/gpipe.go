@@ -21,7 +21,7 @@ package schedule
 func gpipe(o Options) *Program {
 	K, M := o.Devices, o.Micro
 	stop := checkpointStop(o.Checkpoint, M)
-	p := newProgram(o, K)
+	p := newProgram(o)
 	for k := range K {
 		var ops []Op
 		for j := range M {

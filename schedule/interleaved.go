@@ -40,16 +40,7 @@ package schedule
 //	dev 3 .    .    .    F3.0 F3.1 F3.2 F3.3 F7.0 L0   B7.0 F7.1 L1   B7.1 F7.2 L2   B7.2 F7.3 L3   B7.3 F3.4 B3.0 F3.5 B3.1 F3.6 B3.2 F3.7 B3.3 F7.4 L4   B7.4 F7.5 L5   B7.5 F7.6 L6   B7.6 F7.7 L7   B7.7 B3.4 B3.5 B3.6 B3.7 U    .    .    .
 func interleaved(o Options) *Program {
 	K, M, v := o.Devices, o.Micro, o.Virtual
-	p := &Program{
-		Options: o,
-		Stages:  K * v,
-		Owners:  make([]int, K*v),
-		Devices: make([][]Op, K),
-		MaxLive: make([]int, K),
-	}
-	for s := range p.Owners {
-		p.Owners[s] = s % K
-	}
+	p := newProgram(o)
 	// The order runs over whole groups; the micro-batches beyond M are
 	// placeholders whose ops are left out.
 	order := interleavedOrder(K, (M+K-1)/K*K, v)

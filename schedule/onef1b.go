@@ -17,7 +17,7 @@ package schedule
 //	dev 3 .    .    .    F3.0 L0   B3.0 F3.1 L1   B3.1 F3.2 L2   B3.2 F3.3 L3   B3.3 U    .    .    .
 func oneF1B(o Options) *Program {
 	K, M := o.Devices, o.Micro
-	p := newProgram(o, K)
+	p := newProgram(o)
 	for k := range K {
 		warmup := min(K-1-k, M)
 		var ops []Op

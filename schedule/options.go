@@ -7,11 +7,20 @@ import (
 )
 
 // Names lists the schedules.
-func Names() []string { return []string{Single, GPipe, Coop, OneF1B, Interleaved, ZBH1, ZBH2} }
+func Names() []string {
+	return []string{Single, GPipe, Coop, OneF1B, Interleaved, ZBH1, ZBH2, ZBV, DualPipeV}
+}
 
 // Splits reports whether schedule name splits its backwards into
 // BackwardInput and BackwardWeight.
-func Splits(name string) bool { return name == ZBH1 || name == ZBH2 }
+func Splits(name string) bool {
+	return name == ZBH1 || name == ZBH2 || name == ZBV || name == DualPipeV
+}
+
+// VShaped reports whether schedule name places two stages on every device
+// in a V: device k holds stages k and 2K−1−k, so that the first device
+// holds the first and the last stage.
+func VShaped(name string) bool { return name == ZBV || name == DualPipeV }
 
 // The options' defaults.
 const (
@@ -126,12 +135,43 @@ func (o Options) Check() error {
 }
 
 // Stages returns the number of stages the model is cut into: K·v for
-// interleaved (v chunks on each of K devices), K otherwise.
+// interleaved (v chunks on each of K devices), 2K for the V-shaped
+// schedules (two on each), K otherwise.
 func (o Options) Stages() int {
-	if o.Name == Interleaved {
+	switch {
+	case o.Name == Interleaved:
 		return o.Devices * max(o.Virtual, 1)
+	case VShaped(o.Name):
+		return 2 * o.Devices
 	}
 	return o.Devices
+}
+
+// StageRule says how Stages follows from the options where it is not K:
+// "K·v" for interleaved, "2K" for the V-shaped schedules, "" otherwise.
+func (o Options) StageRule() string {
+	switch {
+	case o.Name == Interleaved:
+		return "K·v"
+	case VShaped(o.Name):
+		return "2K"
+	}
+	return ""
+}
+
+// Owner returns the device that holds stage s of the o.Stages() stages:
+// s itself, s mod K in interleaved (device k holds k, k+K, …), and in a
+// V (zb-v, dualpipev) s on the way down and 2K−1−s on the way back, so
+// that device k holds k and 2K−1−k.
+func (o Options) Owner(s int) int {
+	K := max(o.Devices, 1)
+	switch {
+	case o.Name == Interleaved:
+		return s % K
+	case VShaped(o.Name) && s >= K:
+		return 2*K - 1 - s
+	}
+	return s
 }
 
 // MaxDevices returns the most devices the schedule runs on (single: 1),

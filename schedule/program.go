@@ -275,16 +275,24 @@ const (
 	// memory, ZB-H2 with more memory for a fuller pipeline.
 	ZBH1 = "zb-h1"
 	ZBH2 = "zb-h2"
+	// ZBV is the zero-bubble schedule on a V (Qi et al.): two stages a
+	// device, k and 2K−1−k, backwards split, 1F1B's activation memory.
+	ZBV = "zb-v"
+	// DualPipeV is DeepSeek-V3's DualPipe cut in half, as
+	// torch.distributed.pipelining ships it: the V placement, forwards
+	// of one stage paired with backwards of the other.
+	DualPipeV = "dualpipev"
 )
 
 // Program is what every device does in one training step, in order.
 type Program struct {
 	Options Options
 	// Stages is the number of stages: K, 1 for single, K·v for
-	// interleaved.
+	// interleaved, 2K for zb-v and dualpipev.
 	Stages int
-	// Owners[s] is the device that owns stage s: s itself, except in
-	// interleaved, where device k owns stages k, k+K, k+2K, ….
+	// Owners[s] is the device that owns stage s: Options.Owner(s), s
+	// itself except in interleaved, where device k owns stages k, k+K,
+	// k+2K, …, and in the V-shaped schedules, where it owns k and 2K−1−k.
 	Owners []int
 	// Devices[k] is device k's ops.
 	Devices [][]Op

@@ -50,6 +50,8 @@ func TestChartsInDocs(t *testing.T) {
 		{"interleaved", "interleaved.go", "interleaved", Options{Name: Interleaved, Devices: 4, Micro: 8, Virtual: 2}},
 		{"zb-h1", "zerobubble.go", "zbH1", Options{Name: ZBH1, Devices: 4, Micro: 8}},
 		{"zb-h2", "zerobubble.go", "zbH2", Options{Name: ZBH2, Devices: 4, Micro: 8}},
+		{"zb-v", "vshape.go", "zbV", Options{Name: ZBV, Devices: 4, Micro: 8}},
+		{"dualpipev", "vshape.go", "dualPipeV", Options{Name: DualPipeV, Devices: 4, Micro: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ package schedule
 //	dev 3 .    .    .    F3.0 L0   I3.0 F3.1 L1   I3.1 F3.2 L2   I3.2 F3.3 L3   I3.3 W3.0 F3.4 L4   I3.4 W3.1 F3.5 L5   I3.5 W3.2 F3.6 L6   I3.6 W3.3 F3.7 L7   I3.7 W3.4 W3.5 W3.6 W3.7 U
 func zbH1(o Options) *Program {
 	K, M := o.Devices, o.Micro
-	p := newProgram(o, K)
+	p := newProgram(o)
 	for k := range K {
 		w := min(K-1-k, M)
 		var ops []Op
@@ -83,7 +83,7 @@ func zbH1(o Options) *Program {
 //	dev 3 .    .    .    F3.0 L0   I3.0 W3.0 F3.1 L1   I3.1 F3.2 L2   I3.2 F3.3 L3   I3.3 F3.4 L4   I3.4 F3.5 L5   I3.5 F3.6 L6   I3.6 F3.7 L7   I3.7 W3.1 W3.2 W3.3 W3.4 W3.5 W3.6 W3.7 U
 func zbH2(o Options) *Program {
 	K, M := o.Devices, o.Micro
-	p := newProgram(o, K)
+	p := newProgram(o)
 	steady := M - 2*K + 1 // steps with a W and a forward after their I
 	for k := range K {
 		var ops []Op

@@ -8,7 +8,7 @@
 # datasets with this script and commits them in the same change.
 #
 # Usage: scripts/record-datasets.sh [NAME…]
-#   NAME: validation, schedules, large, straggler, transformer, mpi
+#   NAME: validation, schedules, vshape, large, straggler, transformer, mpi
 #   (default: all but mpi when mpirun or the mpi build's libraries are
 #   missing)
 #
@@ -22,6 +22,7 @@ cd "$(dirname "$0")/.."
 declare -A env=(
 	[validation]=PIPECAST_GENERATE_VALIDATION
 	[schedules]=PIPECAST_GENERATE_SCHEDULES
+	[vshape]=PIPECAST_GENERATE_VSHAPE
 	[large]=PIPECAST_GENERATE_LARGE_VALIDATION
 	[straggler]=PIPECAST_GENERATE_STRAGGLER
 	[transformer]=PIPECAST_GENERATE_TRANSFORMER
@@ -30,6 +31,7 @@ declare -A env=(
 declare -A test=(
 	[validation]=TestGenerateValidationDataset
 	[schedules]=TestGenerateScheduleDataset
+	[vshape]=TestGenerateVShapeDataset
 	[large]=TestGenerateLargeDataset
 	[straggler]=TestGenerateStragglerDataset
 	[transformer]=TestGenerateTransformerDataset
@@ -38,6 +40,7 @@ declare -A test=(
 declare -A file=(
 	[validation]=predictor/testdata/validation_runs.jsonl
 	[schedules]=predictor/testdata/schedules_validation_runs.jsonl
+	[vshape]=predictor/testdata/vshape_validation_runs.jsonl
 	[large]=predictor/testdata/large_validation_runs.jsonl
 	[straggler]=predictor/testdata/straggler_runs.jsonl
 	[transformer]=predictor/testdata/transformer_validation_runs.jsonl
@@ -48,7 +51,7 @@ have_mpi() { command -v mpirun >/dev/null && pkg-config --exists ompi-c 2>/dev/n
 
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-	names=(validation schedules large straggler transformer)
+	names=(validation schedules vshape large straggler transformer)
 	if have_mpi; then
 		names+=(mpi)
 	else
@@ -57,7 +60,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 for n in "${names[@]}"; do
 	if [[ -z "${env[$n]:-}" ]]; then
-		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, large, straggler, transformer or mpi)" >&2
+		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, vshape, large, straggler, transformer or mpi)" >&2
 		exit 2
 	fi
 	if [[ "$n" == mpi ]] && ! have_mpi; then

@@ -112,7 +112,7 @@ func TestPlanConfigsVirtualStages(t *testing.T) {
 	}
 	// M=3 once for 1f1b and once per v that fits; v=4 at every M.
 	wantSkips := []predictor.PlanSkip{{Reason: "micro-batch counts that batch 8 does not split into equally", Count: 3},
-		{Reason: "interleaved chunk counts that cut mlp into more stages than its blocks", Count: 3}}
+		{Reason: "schedules of several stages a device that cut mlp into more stages than its blocks", Count: 3}}
 	if !slices.Equal(skips, wantSkips) {
 		t.Errorf("skips:\ngot  %+v\nwant %+v", skips, wantSkips)
 	}
