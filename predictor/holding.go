@@ -11,12 +11,11 @@ import (
 // stages its program gives it, their blocks and their parameters, and
 // the replicas of other stages' weights it predicts with (coop). It says
 // where a device's weight, gradient and optimizer memory come from: a
-// device holds each of its stages' parameters' values, gradients and
-// optimizer slots, a parameter that two blocks of one stage share (GPT-2's
-// token embedding and LM head on one device at K = 1) once, and one that
-// two stages share once in each, on one device (the V-shaped schedules
-// put GPT-2's first and last stages on device 0) or on two, the
-// program's AllReduce summing the copies' gradients; a replica adds its
+// device holds each of its parameters' values, gradients and optimizer
+// slots once, a parameter that two of its blocks share (GPT-2's token
+// embedding and LM head on one device, in one stage or in two: the
+// V-shaped schedules put the first and last stages on device 0) once,
+// and one that blocks on two devices share on both; a replica adds its
 // stage's values alone.
 type Holding struct {
 	// Stages are the stages the device owns, ascending; Blocks the
@@ -54,19 +53,16 @@ func holdings(model *models.Model, prog *schedule.Program, bounds []int) []Holdi
 }
 
 // stageBlocks returns the blocks of stages (ascending) of model cut at
-// bounds and their trainable scalars: a parameter two blocks of one stage
-// share counted once, one that two stages share once in each (each stage
-// holds its own copy).
+// bounds and their trainable scalars, a parameter two of them share
+// counted once.
 func stageBlocks(model *models.Model, bounds []int, stages []int) ([]int, int64) {
 	var blocks []int
-	var params int64
+	var children []models.Child
 	for _, s := range stages {
-		var children []models.Child
 		for b := bounds[s]; b < bounds[s+1]; b++ {
 			blocks = append(blocks, b)
 			children = append(children, models.Child{Layer: model.Blocks[b].Layer})
 		}
-		params += int64(models.ParamCount(models.NewSequential(children...)))
 	}
-	return blocks, params
+	return blocks, int64(models.ParamCount(models.NewSequential(children...)))
 }

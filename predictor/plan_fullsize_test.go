@@ -71,18 +71,15 @@ func TestPlanMemoryFullSize(t *testing.T) {
 					t.Fatal(err)
 				}
 				for d, m := range r.Memory {
-					// Each stage holds its own copy of a parameter that
-					// two stages share, on one device or on two.
 					var blocks []int
-					var params int64
+					var children []models.Child
 					for _, s := range prog.StagesOf(d) {
-						var children []models.Child
 						for b := bounds[s]; b < bounds[s+1]; b++ {
 							blocks = append(blocks, b)
 							children = append(children, models.Child{Layer: model.Blocks[b].Layer})
 						}
-						params += int64(models.ParamCount(models.NewSequential(children...)))
 					}
+					params := int64(models.ParamCount(models.NewSequential(children...)))
 					// Coop's devices also hold replicas of the weights of
 					// every stage but the last that they do not own, for
 					// the prediction step.

@@ -61,11 +61,10 @@ func (t *Trainer) place() error {
 		t.workers = append(t.workers, w)
 		w.owned = t.program.StagesOf(d)
 		w.stages = make([]*models.Sequential, stages)
-		w.flats = make([]*tensor.Tensor, stages)
+		if err := t.materializeOwned(w, dev); err != nil {
+			return err
+		}
 		for _, s := range w.owned {
-			if w.stages[s], w.flats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
-				return err
-			}
 			if err := models.CopyState(w.stages[s], init.Stage(t.bounds[s], t.bounds[s+1])); err != nil {
 				return err
 			}
@@ -102,6 +101,26 @@ func replicated(p *schedule.Program, d int) []int {
 		}
 	}
 	return out
+}
+
+// materializeOwned builds the stages w owns from one description of the
+// model, so that a parameter two of them share stays one *Param, and
+// gives their parameters, each once, zeroed storage on dev as one flat
+// tensor.
+func (t *Trainer) materializeOwned(w *worker, dev tensor.Device) error {
+	m, err := models.Describe(t.cfg.Model, t.cfg.ModelConfig)
+	if err != nil {
+		return err
+	}
+	var children []models.Child
+	for _, s := range w.owned {
+		w.stages[s] = m.Stage(t.bounds[s], t.bounds[s+1])
+		children = append(children, models.Child{Layer: w.stages[s]})
+	}
+	all := models.NewSequential(children...)
+	w.flat = models.Materialize(all, dev, tensor.Weights)
+	w.params = models.Params(all)
+	return nil
 }
 
 // materialize builds stage s's layers with zeroed storage on dev.

@@ -353,10 +353,13 @@ func (t *Trainer) release() {
 		t.transport.Close()
 	}
 	for _, w := range t.workers {
-		for _, s := range w.owned {
-			models.ReleaseLayer(w.stages[s])
-			w.flats[s].Release()
+		for _, p := range w.params {
+			p.Param.Release()
 		}
+		for _, s := range w.owned {
+			models.ReleaseLayer(w.stages[s]) // its buffers; the parameters are released
+		}
+		w.flat.Release()
 		for s, r := range w.replicas {
 			if r != nil {
 				models.ReleaseLayer(r)

@@ -22,10 +22,15 @@ type worker struct {
 	dev tensor.Device
 	ep  comm.Endpoint
 	ops []schedule.Op
-	// stages[s] is stage s if this device owns and trains it, else nil;
-	// flats[s] holds its parameters as one flat tensor.
+	// stages[s] is stage s if this device owns and trains it, else nil.
+	// The device's stages are cut from one model, so a parameter that two
+	// of them share (GPT-2's embedding and LM head, both on device 0 in
+	// the V-shaped schedules) is one *Param here, held, updated and
+	// counted once; params lists the device's parameters, each once, and
+	// flat holds their values as one flat tensor, in that order.
 	stages []*models.Sequential
-	flats  []*tensor.Tensor
+	params []models.NamedParam
+	flat   *tensor.Tensor
 	owned  []int // the stages this device owns, in increasing order
 	// replicas[s] is a copy of stage s's weights (coop's prediction
 	// step); nil for the device's own stage and stages it never runs.

@@ -135,9 +135,7 @@ func (w *worker) update() error {
 			return err
 		}
 	}
-	for _, st := range w.owned {
-		w.opt.Update(w.dev, models.Params(w.stages[st]))
-	}
+	w.opt.Update(w.dev, w.params)
 	return nil
 }
 

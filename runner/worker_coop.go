@@ -54,7 +54,7 @@ func (w *worker) allGather(ctx context.Context, op schedule.Op) (int64, error) {
 		// A device contributes the stage it owns and receives each other
 		// stage from its owner; the pieces are indexed by rank.
 		if w.stages[st] != nil {
-			local = w.flats[st]
+			local = w.flat // a coop device owns one stage
 			continue
 		}
 		from := w.t.program.Owners[st]

@@ -11,10 +11,12 @@ import (
 	"github.com/pipecast/pipecast/tensor"
 )
 
-// Tied parameters: each stage that uses a parameter the model ties
-// (models.Tie: GPT-2's embedding and LM head) holds a copy of its own,
-// and the program's AllReduce sums the copies' gradients before the
-// update.
+// Tied parameters: each device that holds a stage using a parameter the
+// model ties (models.Tie: GPT-2's embedding and LM head) holds one copy
+// of it, shared by its stages (placement cuts them from one model), and
+// the program's AllReduce sums the devices' copies' gradients before the
+// update; over a group of one device there is one copy, and nothing to
+// sum.
 
 // tied is one tied parameter as a device holds it: its index among the
 // model's ties and the distinct copies of it in the device's stages.

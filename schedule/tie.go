@@ -16,9 +16,11 @@ import (
 // group of the devices that own the stages to p.Groups (or reuses an
 // equal group) and, on each of those devices, an AllReduce of the stages
 // right before its Update, with the device's first stage among them as
-// its Stage. Two stages of one device are two copies too (interleaved
-// places stages k and k+K on device k), so a group of one device gets an
-// AllReduce as well, which sums its copies without a transfer.
+// its Stage. Two stages of one device (interleaved places stages k and
+// k+K on device k, the V stages 0 and 2K−1 on device 0) get an AllReduce
+// over a group of that device alone, which moves nothing: the runner cuts
+// a device's stages from one model, so there they share one parameter,
+// whose gradient both stages' backwards accumulate.
 //
 // Tie is called once per tied parameter after Build; ties over the same
 // stages share one AllReduce (the op sums every parameter those stages

@@ -129,9 +129,9 @@ func TestTieReusesGroupsAndRepeats(t *testing.T) {
 	}
 }
 
-// TestTieInterleavedOneDevice checks that two stages of one device, two
-// copies of the parameter, still get an all-reduce, over a group of that
-// device alone.
+// TestTieInterleavedOneDevice checks that two stages of one device still
+// get an all-reduce, over a group of that device alone (which sums the
+// one parameter they share in the runner, moving nothing).
 func TestTieInterleavedOneDevice(t *testing.T) {
 	p, err := Build(Options{Name: Interleaved, Devices: 1, Micro: 2, Virtual: 3})
 	if err != nil {
