@@ -55,9 +55,9 @@ const (
 	BackwardWeight
 	// AllReduce sums the gradients of a parameter that the stages in
 	// Stages share (a models.Tie: GPT-2's embedding and LM head), each
-	// stage holding its own copy: every device of the op's group
-	// contributes the gradients of the copies its stages hold and ends
-	// with the sum in each of them. It runs after the device's last
+	// device of the op's group holding one copy for its stages among
+	// them: every device contributes its copy's gradient and ends with
+	// the sum (a group of one device has nothing to sum). It runs after the device's last
 	// backward of those stages and before its Update; its Stage is the
 	// device's first stage in Stages. See Program.Tie.
 	AllReduce
