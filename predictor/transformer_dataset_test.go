@@ -39,9 +39,11 @@ const (
 // instead of transformerData: a quick recording, to try them on.
 const transformerDataEnv = "PIPECAST_TRANSFORMER_DATA"
 
-// transformerRepeats is how many rounds measure each configuration, as
-// the large dataset's.
-const transformerRepeats = 3
+// transformerRepeats is how many rounds measure each configuration: the
+// rounds of one configuration spread by 17–22 % on the shared machines it
+// was recorded on, and three rounds left a floor (odd rounds against even)
+// of MAPE 9.9 %; the median of more holds stiller.
+const transformerRepeats = 7
 
 // transformerModels are the dataset's models at sizes whose steps take a
 // CPU core a fraction of a second: 4 decoder layers, a vocabulary of
@@ -114,8 +116,9 @@ func transformerConfigs(devices, micro, seqs []int) []config.Config {
 // transformerOptions are the dataset's run options: those of
 // validationOptions (block timing, calibration, interference) with four
 // measured steps after the two warm-up ones, which keeps the recording
-// within about ten minutes; three rounds of four steps give each
-// configuration its point and the floor its odd and even rounds.
+// within about a quarter of an hour; transformerRepeats rounds of four
+// steps give each configuration its point and the floor its odd and even
+// rounds.
 var transformerOptions = func() runner.RunOptions {
 	o := validationOptions
 	o.Steps = 4
@@ -125,16 +128,14 @@ var transformerOptions = func() runner.RunOptions {
 // TestGenerateTransformerDataset measures transformerData: the
 // configurations of transformerConfigs at K ∈ {1, 2}, M ∈ {1, 2, 4, 8},
 // S ∈ transformerSeqs, 144 of them, each in transformerRepeats rounds of
-// a fresh random order with transformerOptions: 432 runs. On two cores
-// of a machine quiet but for it that is about 7 to 9 minutes: a run takes
-// about 0.35 s of model construction and calibrations and six steps of
-// 40 (S = 32), 90 (64) and 170 ms (128), estimated from the quick
-// recording's 144 runs, which took 232 s on a machine that ran 2.6 times
-// as slowly (their median steps against their fastest). It runs only
-// when transformerGenerateEnv is set.
+// a fresh random order with transformerOptions: 1008 runs. On two cores
+// of a machine quiet but for it that is about 15 minutes (908 s on a
+// 2-core AMD EPYC Zen 4): a run takes about 0.35 s of model construction
+// and calibrations and six steps of 40 (S = 32), 90 (64) and 170 ms
+// (128). It runs only when transformerGenerateEnv is set.
 func TestGenerateTransformerDataset(t *testing.T) {
 	if os.Getenv(transformerGenerateEnv) == "" {
-		t.Skipf("set %s=1 to measure the transformer dataset again (about 8 minutes)", transformerGenerateEnv)
+		t.Skipf("set %s=1 to measure the transformer dataset again (about 15 minutes)", transformerGenerateEnv)
 	}
 	out, opts, rounds := transformerData+".new", transformerOptions, transformerRepeats
 	if os.Getenv(transformerQuickEnv) != "" {
@@ -181,7 +182,7 @@ func TestAccuracyTransformerDevicesFromSingleDevice(t *testing.T) {
 // TestAccuracyTransformerMicrobatchHoldout holds out the transformers'
 // micro-batch sizes, as TestAccuracyMicrobatchHoldout does the CNNs'.
 func TestAccuracyTransformerMicrobatchHoldout(t *testing.T) {
-	checkBars(t, timeTargets(microbatchHoldoutBars(t, readTransformerData(t), "transformer ")))
+	checkBars(t, microbatchHoldoutBars(t, readTransformerData(t), "transformer "))
 }
 
 // TestAccuracyTransformerSeqHoldout holds out each sequence length in
@@ -199,22 +200,21 @@ func TestAccuracyTransformerSeqHoldout(t *testing.T) {
 	if len(v.Skipped) > 0 {
 		t.Errorf("%d held-out runs had no forecast", len(v.Skipped))
 	}
-	checkBars(t, timeTargets(append([]bar{
+	checkBars(t, append([]bar{
 		{name: "transformer held-out sequence lengths: MAPE", got: overall(v).MAPE, limit: mapeLimit(recs), enforced: true},
 		{name: "transformer held-out sequence lengths: peak memory, largest device", got: v.Memory.MaxErr, limit: 0.05, enforced: true},
 		{name: "transformer held-out sequence lengths: peak memory, any device", got: v.Memory.DeviceMaxErr, limit: 0.05, enforced: true},
-	}, maxBars("transformer held-out sequence lengths", v, recs)...)))
+	}, maxBars("transformer held-out sequence lengths", v, recs)...))
 }
 
 // timeTargets returns bars with those of step time made targets, logged
-// when missed, and those of memory still enforced. On the transformer
-// dataset of 2026-12-02 (2-core AMD EPYC Zen 5) the step-time forecasts
-// do not meet the CNNs' bars yet: the records are noisy (steps of 30–150
-// ms, within-run noise 8–12 %, round spread 17–22 %, a round floor of
-// MAPE 9.9 %), and beyond that noise coop at K = 2 is forecast too fast
-// (by 20–25 % for GPT-2 at M 4 and 8), so K = 1 → K = 2 has MAPE 10.4 %,
-// τ 0.85 and 7 of 8 gpipe-vs-coop winners. Memory, exact from the
-// replay, holds its bar.
+// when missed, and those of memory still enforced. The K = 1 → K = 2
+// forecasts of the transformer dataset of 2026-12-02 (2-core AMD EPYC Zen
+// 4, 7 rounds) do not meet the CNNs' bars yet: MAPE 5.6 % against a
+// floor of 5.3 %, every schedule forecast 4–6 % too fast on average (the
+// K = 2 runs' blocks slowed by ×0.97–1.14, the co-location calibration
+// measured ×1.04–1.06), so those bars are targets; the held-out micro-
+// batch sizes and sequence lengths meet theirs and are enforced.
 func timeTargets(bars []bar) []bar {
 	out := slices.Clone(bars)
 	for i := range out {
