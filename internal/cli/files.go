@@ -84,6 +84,49 @@ func checkOutputFiles(flagPaths ...string) error {
 	return nil
 }
 
+// checkDatasetDir checks, before any work, that the directory --flag
+// names can take its runs.jsonl: dir, where it exists, must be a
+// directory whose runs.jsonl is not one; where it does not, it is made
+// at the first record, so its nearest existing ancestor must be a
+// directory that takes a new entry (probed with a temporary file,
+// removed at once). It returns a usage error naming the flag.
+func checkDatasetDir(flag, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return usageErrorf("--%s %s: not a directory; give the directory its runs.jsonl goes in", flag, dir)
+		}
+		runs := filepath.Join(dir, "runs.jsonl")
+		if fi, err := os.Stat(runs); err == nil && fi.IsDir() {
+			return usageErrorf("--%s %s: %s is a directory, not a dataset", flag, dir, runs)
+		}
+		return checkOutputFiles(flag, runs)
+	}
+	parent := filepath.Clean(dir)
+	for {
+		next := filepath.Dir(parent)
+		if next == parent {
+			break
+		}
+		parent = next
+		if fi, err := os.Stat(parent); err == nil {
+			if !fi.IsDir() {
+				return usageErrorf("--%s %s: %s is not a directory", flag, dir, parent)
+			}
+			break
+		}
+	}
+	f, err := os.CreateTemp(parent, ".pipecast-out.*.probe")
+	if err != nil {
+		return usageErrorf("--%s %s: cannot create it in %s: %v", flag, dir, parent, errors.Unwrap(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
 // checkInputFiles checks, before any work, that the files flag names can
 // be read: each must exist, open for reading and not be a directory. It
 // returns a usage error naming the flag and the file.

@@ -79,3 +79,64 @@ func TestReadRecordsCapsSkipNotes(t *testing.T) {
 		t.Errorf("notes:\n%s\nwant %d named lines and a count of 7 more", errOut.String(), maxSkipNotes)
 	}
 }
+
+func TestCheckDatasetDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	taken := filepath.Join(dir, "taken")
+	if err := os.MkdirAll(filepath.Join(taken, "runs.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir, want string // want: "" for no error, else a part of the message
+	}{
+		{"", ""},
+		{dir, ""},
+		{filepath.Join(dir, "new", "deeper"), ""}, // made at the first record
+		{file, "not a directory"},
+		{filepath.Join(file, "runs"), "is not a directory"},
+		{taken, "is a directory, not a dataset"},
+	}
+	for _, tc := range tests {
+		err := checkDatasetDir("out", tc.dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.dir, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--out ")):
+			t.Errorf("%q: error %v, want --out and %q", tc.dir, err, tc.want)
+		case tc.want != "" && !isUsage(err):
+			t.Errorf("%q: %T is not a usage error", tc.dir, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("the check made the directory it only checks (%v)", err)
+	}
+}
+
+// TestOutDirCheckedBeforeWork checks that --out naming a file stops
+// profile and predict before they train or forecast anything, and leaves
+// the file as it was.
+func TestOutDirCheckedBeforeWork(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"profile", "--model", "mlp", "--out", file},
+		{"predict", "--data", "../../predictor/testdata/fit_runs.jsonl", "--out", file},
+	} {
+		code, out, errOut := run(t, args...)
+		if code != ExitUsage || !strings.Contains(errOut, "--out "+file+": not a directory") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and --out's message", args[0], code, errOut, ExitUsage)
+		}
+		if out != "" {
+			t.Errorf("%s printed results before failing:\n%s", args[0], out)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "keep" {
+		t.Errorf("the file now holds %q (%v)", b, err)
+	}
+}

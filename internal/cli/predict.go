@@ -197,6 +197,9 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	if err := checkOutputFiles("trace", o.Trace, "pprof", o.Pprof, "svg", o.SVG); err != nil {
 		return err
 	}
+	if err := checkDatasetDir("out", o.Out); err != nil {
+		return err
+	}
 	if !slices.Contains(predictHoldouts, o.Holdout) {
 		return usageErrorf("--holdout %q: unknown holdout (want %s)", o.Holdout, strings.Join(predictHoldouts, ", "))
 	}

@@ -54,6 +54,10 @@ type ProfileOptions struct {
 	PartitionFlags []string
 	BalanceSet     bool
 
+	// DryRun checks everything the sweep checks before its first run
+	// and prints what would run (profileDryRun), running nothing.
+	DryRun bool
+
 	Out   string // directory of runs.jsonl; empty: records are not kept
 	Trace string // Chrome trace of the sweep's records
 	Pprof string // pprof profile of the sweep's records
@@ -124,11 +128,17 @@ oversubscribed.
 With --out DIR each run's record is appended to DIR/runs.jsonl as soon as
 the run ends, so an interrupted sweep keeps the runs it finished; pipecast
 report renders that file again. Ctrl-C stops the sweep after the current
-run. Progress is shown on standard error when it is a terminal.`,
+run. Progress is shown on standard error when it is a terminal.
+
+--dry-run makes every check a sweep makes before its first run (the flags,
+the combinations, the data, each configuration's memory, --resume's
+dataset) and prints the runs it would make, then stops: nothing trains and
+no file is written.`,
 		Example: `  pipecast profile
   pipecast profile --model mlp --devices 1,2 --microbatches 1,2,4,8 --schedule gpipe,coop,1f1b --batch 16 --steps 2 --out runs
   pipecast profile --model vgg16bn --image 64 --width 0.5 --schedule gpipe --checkpoint never,always --output markdown
-  pipecast profile --model gpt2 --width 0.25 --layers 4 --seq 32 --batch 8 --schedule 1f1b --partition 2,4`,
+  pipecast profile --model gpt2 --width 0.25 --layers 4 --seq 32 --batch 8 --schedule 1f1b --partition 2,4
+  pipecast profile --model resnet50 --image 224 --width 1 --devices 1,2,4 --schedule gpipe,coop,1f1b --dry-run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.BalanceSet = cmd.Flags().Changed("balance")
@@ -170,6 +180,7 @@ run. Progress is shown on standard error when it is a terminal.`,
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: device DEVICE computes FACTOR times as slowly (each compute op sleeps until it has taken FACTOR times its duration in the warm-up steps; transfers keep their speed), recorded in the configuration")
 	f.StringVar(&opts.FailFlag, "fail", "", "DEVICE:STEP: device DEVICE fails at the start of step STEP (an injected fault)")
 	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "check the flags, the sweep, the data and every configuration as a sweep does before its first run, print the runs it would make, and stop: nothing trains and no file is written")
 	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace (chrome://tracing, Perfetto) of the sweep's runs to this file")
@@ -196,6 +207,9 @@ func (o *ProfileOptions) validate() error {
 		return sweepError(err, nil)
 	}
 	if err := checkOutputFiles("trace", o.Trace, "pprof", o.Pprof); err != nil {
+		return err
+	}
+	if err := checkDatasetDir("out", o.Out); err != nil {
 		return err
 	}
 	if err := checkTransport(o.Transport, o.Timeout); err != nil {
@@ -255,6 +269,10 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	// sweep then sees before its first run.
 	if err := preflight(context.WithoutCancel(ctx), cfgs, opts.Force, profiler.AvailableMemoryBytes()); err != nil {
 		return err
+	}
+	// Every check is behind; the work starts here.
+	if opts.DryRun {
+		return profileDryRun(opts, cfgs, first, notes)
 	}
 	sr, err := newSweepRunner(opts.Transport, cfgs)
 	if err != nil {

@@ -26,3 +26,17 @@ func TestProfileMPIWithoutTheTag(t *testing.T) {
 		t.Errorf("transports %v, want [inprocess]", got)
 	}
 }
+
+// TestProfileDryRunMPIWithoutTheTag checks that a dry run refuses
+// --transport mpi in a build without the tag as the sweep does, after
+// checking the rest (a bad value elsewhere is named first).
+func TestProfileDryRunMPIWithoutTheTag(t *testing.T) {
+	code, out, errOut := execute(context.Background(), "profile", "--dry-run", "--model", "mlp", "--transport", "mpi")
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "--transport mpi: built without the mpi tag") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and how to build with mpi", code, out, errOut)
+	}
+	code, _, errOut = execute(context.Background(), "profile", "--dry-run", "--model", "mlp", "--batch", "3", "--microbatches", "2", "--transport", "mpi")
+	if code != ExitUsage || !strings.Contains(errOut, "no combination of the flags can run") {
+		t.Errorf("exit %d, stderr %q; want the sweep's own error before the transport's", code, errOut)
+	}
+}
