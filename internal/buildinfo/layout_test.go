@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -10,51 +11,31 @@ import (
 	"testing"
 )
 
-// The repository's root and its table of packages, from this package's
-// directory.
+// The repository's root and the page that describes its packages, from
+// this package's directory.
 const (
 	repoRoot  = "../.."
-	layoutDoc = "../../docs/layout.md"
+	layoutDoc = "../../docs/architecture.md"
 )
 
-// layoutRows returns the package paths of docs/layout.md's table, the
-// first cell of each row of the first table, in order. A first cell must
-// be one path in backquotes.
+// layoutRows returns the package paths of docs/architecture.md, in
+// order: each package is a paragraph that begins with its path, bold and
+// in backquotes (**`runner/comm`** — …).
 func layoutRows(t *testing.T) []string {
 	t.Helper()
 	doc, err := os.ReadFile(layoutDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell := regexp.MustCompile("^`([a-z0-9_./-]+)`$")
+	para := regexp.MustCompile("^\\*\\*`([a-z0-9_./-]+)`\\*\\*")
 	var rows []string
-	inTable := false
 	for line := range strings.Lines(string(doc)) {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "|") {
-			if inTable {
-				break // the first table ended
-			}
-			continue
+		if m := para.FindStringSubmatch(line); m != nil {
+			rows = append(rows, m[1])
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		first := strings.TrimSpace(cells[0])
-		if !inTable { // the header row
-			inTable = true
-			continue
-		}
-		if strings.Trim(first, "-: ") == "" { // the separator row
-			continue
-		}
-		m := cell.FindStringSubmatch(first)
-		if m == nil {
-			t.Errorf("%s: row %q: the first cell is not one package path in backquotes", layoutDoc, line)
-			continue
-		}
-		rows = append(rows, m[1])
 	}
 	if len(rows) == 0 {
-		t.Fatalf("%s: no table of packages", layoutDoc)
+		t.Fatalf("%s: no paragraph names a package (**`path`** — what it owns)", layoutDoc)
 	}
 	return rows
 }
@@ -99,25 +80,59 @@ func packageDirs(t *testing.T, root string) []string {
 	return dirs
 }
 
-// TestLayoutDocumented keeps docs/layout.md in step with the code: every
-// directory of Go files (build-tagged ones included) has a row of its
-// own, and every row names such a directory, once.
+// TestLayoutDocumented keeps docs/architecture.md in step with the code:
+// every directory of Go files (build-tagged ones included) has a
+// paragraph of its own, every paragraph names such a directory, once, and
+// every package `go list ./...` lists has one.
 func TestLayoutDocumented(t *testing.T) {
 	rows := layoutRows(t)
 	dirs := packageDirs(t, repoRoot)
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if seen[r] {
-			t.Errorf("%s: package %s has more than one row", layoutDoc, r)
+			t.Errorf("%s: package %s has more than one paragraph", layoutDoc, r)
 		}
 		seen[r] = true
 		if !slices.Contains(dirs, r) {
-			t.Errorf("%s: package %s has a row but no Go files", layoutDoc, r)
+			t.Errorf("%s: package %s has a paragraph but no Go files", layoutDoc, r)
 		}
 	}
 	for _, d := range dirs {
 		if !seen[d] {
-			t.Errorf("%s: package %s has no row: add it to the table with what it owns", layoutDoc, d)
+			t.Errorf("%s: package %s has no paragraph: add one saying what it owns", layoutDoc, d)
 		}
 	}
+	for _, p := range listedPackages(t) {
+		if !seen[p] {
+			t.Errorf("%s: go list ./... lists %s, which has no paragraph", layoutDoc, p)
+		}
+	}
+}
+
+// listedPackages returns the packages `go list ./...` lists for this
+// build, as paths relative to the module ("." for its root).
+func listedPackages(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, filepath.ToSlash(rel))
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list ./... listed no package")
+	}
+	return pkgs
 }
