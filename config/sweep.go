@@ -390,7 +390,7 @@ func stageCounts(ps [][]int) string {
 // backendBuilds says how to build the backends that a default build
 // leaves out.
 var backendBuilds = map[string]string{
-	"cuda":     "build pipecast with -tags cuda on a machine with an NVIDIA GPU (see the README's GPU section)",
+	"cuda":     "build pipecast with -tags cuda on a machine with an NVIDIA GPU (see docs/gpu.md)",
 	"cuda-emu": "build pipecast with -tags cudaemu (the CUDA kernels emulated on the CPU, for tests)",
 	"openblas": "build pipecast with -tags openblas (needs libopenblas-dev)",
 }
