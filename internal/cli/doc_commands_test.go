@@ -21,8 +21,8 @@ import (
 //     the one mpirun starts) run in this process from the repository
 //     root, each output (docOutputFlags, > redirections) sent to a
 //     temporary directory and each placeholder replaced by a fixture
-//     (docPlaceholders). profile runs with --dry-run, every other command
-//     for real, and each must exit 0 (or refuse only for want of a build
+//     (docPlaceholders). profile runs with --dry-run (the README's for
+//     real, unless -short), every other command for real, and each must exit 0 (or refuse only for want of a build
 //     tag this test binary lacks).
 //   - scripts must exist and pass bash -n, the options the doc passes
 //     being ones their usage mentions; they are not run.
@@ -54,6 +54,7 @@ func TestDocCommands(t *testing.T) {
 		}
 		t.Run(rel, func(t *testing.T) {
 			env.outDir, env.outputs = t.TempDir(), map[string]string{}
+			env.trains = rel == "README.md" && !testing.Short()
 			for _, b := range docBlocks(rel, string(src)) {
 				env.checkBlock(t, b)
 			}
@@ -125,6 +126,10 @@ type docEnv struct {
 	root, work string
 	outDir     string            // the current doc's outputs
 	outputs    map[string]string // a path the doc writes → where it went
+	// trains says whether the current doc's profile commands train for
+	// real: the README's, which are the quick ones a newcomer runs first,
+	// unless testing.Short(); every other profile runs as a dry run.
+	trains bool
 }
 
 func newDocEnv(t *testing.T, root string) *docEnv {
@@ -175,7 +180,7 @@ func (e *docEnv) checkBlock(t *testing.T, b docBlock) {
 }
 
 // runPipecast runs a pipecast command line in this process, profile as
-// a dry run.
+// a dry run unless the doc's profile commands train (docEnv.trains).
 func (e *docEnv) runPipecast(seg shellSegment, args []string) (string, error) {
 	if len(seg.expands) > 0 {
 		return "", fmt.Errorf("%q: only a shell expands it; write the value, or a placeholder in docPlaceholders", seg.expands[0])
@@ -187,7 +192,7 @@ func (e *docEnv) runPipecast(seg shellSegment, args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(args) > 0 && args[0] == "profile" && !slices.Contains(args, "--dry-run") {
+	if len(args) > 0 && args[0] == "profile" && !e.trains && !slices.Contains(args, "--dry-run") {
 		args = append(args, "--dry-run")
 	}
 	var out, errOut bytes.Buffer
