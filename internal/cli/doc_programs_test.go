@@ -117,7 +117,12 @@ func (e *docEnv) check(seg shellSegment) (string, error) {
 			if p := docProgram(words[i]); p == "pipecast" || p == "go" {
 				inner := seg
 				inner.words = words[i:]
+				// This process is one rank, not the job mpirun would
+				// start: a profile under mpirun runs as a dry run.
+				trains := e.trains
+				e.trains = false
 				result, err := e.check(inner)
+				e.trains = trains
 				return "under " + prog + ": " + result, err
 			}
 		}
