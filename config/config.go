@@ -97,7 +97,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Schedule = c.Schedule.WithDefaults()
 	if c.Threads == 0 {
-		c.Threads = DefaultThreads(c.Schedule.Devices)
+		c.Threads = DefaultThreads(c.JobDevices())
 	}
 	if c.Transport == "" {
 		c.Transport = profiler.TransportInProcess
@@ -128,22 +128,35 @@ func (c Config) Stages() int { return c.Schedule.WithDefaults().Stages() }
 // of one slice).
 func (c Config) MicroBatchSize() int { return c.Batch / max(c.Schedule.Micro, 1) }
 
+// JobDevices returns N = R·K, the devices of the job: R replicas of a
+// pipeline of K devices.
+func (c Config) JobDevices() int { return max(c.Schedule.Replicas, 1) * max(c.Schedule.Devices, 1) }
+
+// StepSamples returns R·B, the samples one training step trains on: B
+// for each of the R replicas.
+func (c Config) StepSamples() int { return max(c.Schedule.Replicas, 1) * c.Batch }
+
 // ShardSize returns B/K, the samples of one shard of the mini-batch:
 // what each device predicts in coop's prediction step.
 func (c Config) ShardSize() int { return c.Batch / max(c.Schedule.Devices, 1) }
 
-// Oversubscribed reports whether K devices of T threads ask for more
-// threads than the machine has cores.
+// Oversubscribed reports whether the job's R·K devices of T threads ask
+// for more threads than the machine has cores.
 func (c Config) Oversubscribed() bool {
 	c = c.WithDefaults()
-	return c.Schedule.Devices*c.Threads > runtime.NumCPU()
+	return c.JobDevices()*c.Threads > runtime.NumCPU()
 }
 
 // String names the configuration briefly, as progress lines and errors
 // do: "resnet50 32px ×0.25 gpipe (except-last) K=2 M=4 B=16"; coop adds
-// its look-ahead "(d=1)", interleaved its chunks per device "(v=2)".
+// its look-ahead "(d=1)", interleaved its chunks per device "(v=2)", and
+// a job of replicas their count before K: "R=2 K=2".
 func (c Config) String() string {
 	s := c.Schedule
 	name := s.Label()
-	return fmt.Sprintf("%s %s K=%d M=%d B=%d", c.ModelConfig.Record().Label(c.Model), name, s.Devices, s.Micro, c.Batch)
+	replicas := ""
+	if s.Replicas > 1 {
+		replicas = fmt.Sprintf("R=%d ", s.Replicas)
+	}
+	return fmt.Sprintf("%s %s %sK=%d M=%d B=%d", c.ModelConfig.Record().Label(c.Model), name, replicas, s.Devices, s.Micro, c.Batch)
 }

@@ -289,7 +289,7 @@ func TestSweepVirtualStages(t *testing.T) {
 
 func TestRecordRoundTrip(t *testing.T) {
 	c := mlp().WithDefaults()
-	c.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2, Checkpoint: schedule.Always}
+	c.Schedule = schedule.Options{Name: schedule.GPipe, Devices: 2, Micro: 2, Checkpoint: schedule.Always, Replicas: 1}
 	c.Bounds = []int{0, 1, 3}
 	c.Backend = "cpu"
 	m, err := c.Describe()
@@ -313,7 +313,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("round trip:\ngot  %+v\nwant %+v", back, want)
 	}
 
-	c.Schedule = schedule.Options{Name: schedule.Interleaved, Devices: 1, Micro: 2, Virtual: 2}
+	c.Schedule = schedule.Options{Name: schedule.Interleaved, Devices: 1, Micro: 2, Virtual: 2, Replicas: 1}
 	c.Bounds = []int{0, 1, 3}
 	rc := c.RecordConfig(m.Config, 5, 1)
 	if rc.Virtual != 2 || rc.Checkpoint != "" || rc.Prefetch != 0 {

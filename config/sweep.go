@@ -25,8 +25,11 @@ type Sweep struct {
 	// SizeVariants are the models' sizes to try, each field's list
 	// (empty: the model's default).
 	models.SizeVariants
-	Batches   []int
-	Devices   []int
+	Batches []int
+	Devices []int
+	// Replicas are the data-parallel replica counts R to try (empty:
+	// one replica).
+	Replicas  []int
 	Micro     []int
 	Schedules []string
 	// Variants are the values of the schedules' options to try; an empty
@@ -179,7 +182,7 @@ func (s Sweep) checkCounts() error {
 		field string
 		vals  []int
 		least int
-	}{{"batch", s.Batches, 1}, {"devices", s.Devices, 1},
+	}{{"batch", s.Batches, 1}, {"devices", s.Devices, 1}, {"replicas", s.Replicas, 1},
 		{"microbatches", s.Micro, 1}} {
 		for _, v := range p.vals {
 			if v < p.least {
@@ -302,11 +305,11 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 	}
 	threads := s.Threads
 	if threads == 0 {
-		maxK := 1
+		maxN := 1
 		for _, c := range cfgs {
-			maxK = max(maxK, c.Schedule.Devices)
+			maxN = max(maxN, c.JobDevices())
 		}
-		threads = DefaultThreads(maxK)
+		threads = DefaultThreads(maxN)
 	}
 	for i := range cfgs {
 		cfgs[i].Threads = threads
@@ -319,17 +322,23 @@ func (s Sweep) Expand() ([]Config, []string, error) {
 func (s Sweep) combinations(model string, mc models.Config) []Config {
 	var out []Config
 	h := s.Hyper(model)
+	replicas := s.Replicas
+	if len(replicas) == 0 {
+		replicas = []int{1}
+	}
 	for _, b := range s.Batches {
-		for _, k := range s.Devices {
-			for _, m := range s.Micro {
-				for _, name := range s.Schedules {
-					for _, opts := range s.Variants.Of(name) {
-						opts.Devices, opts.Micro = k, m
-						cfg := Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
-							Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
-							Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
+		for _, r := range replicas {
+			for _, k := range s.Devices {
+				for _, m := range s.Micro {
+					for _, name := range s.Schedules {
+						for _, opts := range s.Variants.Of(name) {
+							opts.Devices, opts.Micro, opts.Replicas = k, m, r
+							cfg := Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
+								Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
+								Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
+							}
+							out = append(out, s.partitioned(cfg)...)
 						}
-						out = append(out, s.partitioned(cfg)...)
 					}
 				}
 			}

@@ -86,10 +86,10 @@ func (c Config) Validate() error {
 	case c.Threads < 1:
 		return invalid(RuleCounts, "threads", c.Threads, "threads %d: need at least 1", c.Threads)
 	}
-	if n, limit := s.Devices*c.Threads, MaxThreads(); n > limit {
+	if n, limit := c.JobDevices()*c.Threads, MaxThreads(); n > limit {
 		return invalid(RuleThreads, "threads", c.Threads,
 			"%d devices of %d threads need %d OS threads, more than the %d a process may run (the Go runtime's limit less room for its own, or the system's)",
-			s.Devices, c.Threads, n, limit)
+			c.JobDevices(), c.Threads, n, limit)
 	}
 	m, err := describe(c.Model, c.ModelConfig)
 	if err != nil {
@@ -115,13 +115,13 @@ func (c Config) Validate() error {
 	if err := checkPartition(c, len(m.Blocks)); err != nil {
 		return err
 	}
-	if st := c.Straggler; st.Factor != 0 && (st.Factor < 1 || st.Device >= s.Devices) {
+	if st := c.Straggler; st.Factor != 0 && (st.Factor < 1 || st.Device >= c.JobDevices()) {
 		return invalid(RuleInjection, "straggler", fmt.Sprintf("%d:%g", st.Device, st.Factor),
-			"want a device below K=%d and a factor of at least 1", s.Devices)
+			"want a device below %s and a factor of at least 1", c.deviceCount())
 	}
-	if f := c.Fail; f != nil && (f.Device >= s.Devices || f.Device < 0 || f.Step < 0) {
+	if f := c.Fail; f != nil && (f.Device >= c.JobDevices() || f.Device < 0 || f.Step < 0) {
 		return invalid(RuleInjection, "fail", fmt.Sprintf("%d:%d", f.Device, f.Step),
-			"want a device below K=%d and a step ≥ 0", s.Devices)
+			"want a device below %s and a step ≥ 0", c.deviceCount())
 	}
 	if t := c.Transport; t != profiler.TransportInProcess && t != profiler.TransportMPI {
 		return invalid(RuleTransport, "transport", t, "transport %q: want %s or %s", t, profiler.TransportInProcess, profiler.TransportMPI)
@@ -204,3 +204,12 @@ func describe(name string, mc models.Config) (*models.Model, error) {
 // Describe returns the symbolic description of c's model at its sizes:
 // its blocks, their shapes and costs. Descriptions are cached.
 func (c Config) Describe() (*models.Model, error) { return describe(c.Model, c.ModelConfig) }
+
+// deviceCount names the job's device count as messages give it: "K=2",
+// or with replicas "R·K=4".
+func (c Config) deviceCount() string {
+	if c.Schedule.Replicas > 1 {
+		return fmt.Sprintf("R·K=%d", c.JobDevices())
+	}
+	return fmt.Sprintf("K=%d", c.Schedule.Devices)
+}

@@ -12,6 +12,11 @@ import (
 // ErrNoMeasured is returned by Fit when no record is a measured run.
 var ErrNoMeasured = errors.New("no measured run records to fit")
 
+// ErrReplicas is the error of a forecast of data-parallel replicas
+// (schedule.Options.Replicas > 1): runs of replicas are measured and
+// recorded, but neither fitted nor forecast yet.
+var ErrReplicas = errors.New("forecasts of data-parallel replicas are not supported yet")
+
 // ErrMixedHugePages is returned by Fit when the records of one key were
 // measured with tensors on huge pages and without (environment
 // huge_pages "advised" against "off" or "unavailable"): their step times
@@ -190,11 +195,13 @@ func (c *CostModel) Devices() []int { return slices.Clone(c.devices) }
 func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 	groups := map[Key][]*profiler.Record{}
 	var order []Key
+	replicas := 0
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != profiler.KindMeasured || r.Config.StragglerFactor > 1 {
-			// A straggler run measures the straggler, not the blocks:
-			// forecasts of one scale the fitted costs by its factor.
+		if !Fitted(r) {
+			if r.Kind == profiler.KindMeasured && r.Config.Replicas > 1 {
+				replicas++
+			}
 			continue
 		}
 		c := r.Config
@@ -206,6 +213,9 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], r)
+	}
+	if len(groups) == 0 && replicas > 0 {
+		return nil, fmt.Errorf("fit: %w: every one of the %d measured runs has data-parallel replicas (%w)", ErrNoMeasured, replicas, ErrReplicas)
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("fit: %w", ErrNoMeasured)
@@ -222,6 +232,15 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 		out[k] = m
 	}
 	return out, nil
+}
+
+// Fitted reports whether Fit fits r: a measured run, without a straggler
+// (a straggler run measures the straggler, not the blocks: forecasts of
+// one scale the fitted costs by its factor) and of one replica (a run of
+// replicas adds their gradient sums, which nothing fits yet:
+// ErrReplicas).
+func Fitted(r *profiler.Record) bool {
+	return r.Kind == profiler.KindMeasured && r.Config.StragglerFactor <= 1 && r.Config.Replicas <= 1
 }
 
 // sameHugePages returns ErrMixedHugePages, naming a record of each

@@ -123,6 +123,11 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 		p.nanos = s.c.Transfer(o.Kind.String(), bytes)
 	case schedule.AllReduce:
 		p.nanos = s.allReduce(o, bytes)
+	case schedule.DPAllReduce:
+		// Forecasts refuse replicas (newSimulation); the sum is priced
+		// as the tied all-reduce's, each replica sending its part to each
+		// other, for what prices programs without forecasting them.
+		p.nanos = float64(s.prog.Replicas()-1) * s.c.Transfer(TransferP2P, bytes/int64(max(s.prog.Replicas()-1, 1)))
 	case schedule.Update:
 		// The update steps every stage the device owns, as the fit
 		// measured it.

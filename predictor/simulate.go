@@ -98,6 +98,9 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 		cfg.Optimizer = c.Key.OptimizerName() // not the model's: the records'
 	}
 	cfg = cfg.WithDefaults()
+	if r := cfg.Schedule.Replicas; r > 1 {
+		return nil, fmt.Errorf("%w (R = %d): the cost model has no fit of the replicas' gradient sums", ErrReplicas, r)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -133,9 +133,13 @@ func (r *Run) owner(s int) int {
 	return s
 }
 
-// firstStage returns the first stage device d holds: d itself unless
-// Owners says otherwise.
+// firstStage returns the first stage job device d holds: d itself unless
+// Owners says otherwise; in a job of replicas, device d runs device
+// d mod K of the pipeline.
 func (r *Run) firstStage(d int) int {
+	if k := r.Config.Devices; k > 0 {
+		d %= k
+	}
 	for s, o := range r.Owners {
 		if o == d {
 			return s
@@ -148,7 +152,7 @@ func (r *Run) firstStage(d int) int {
 // op and idle time as means per step, peaks as maxima, transfers as
 // means per step.
 func (r *Run) devices() []Device {
-	k := r.Config.Devices
+	k := r.Config.JobDevices()
 	n := int64(len(r.Steps))
 	out := make([]Device, k)
 	for d := range k {
@@ -222,7 +226,7 @@ func (r *Run) summary(devs []Device) Summary {
 	sum.StepNanosMin, sum.StepNanosMax = slices.Min(walls), slices.Max(walls)
 	sum.StepNanosMedian = Median(walls)
 	if sum.StepNanosMedian > 0 {
-		sum.SamplesPerSecond = float64(r.Config.Batch) / (float64(sum.StepNanosMedian) / 1e9)
+		sum.SamplesPerSecond = float64(max(r.Config.Replicas, 1)*r.Config.Batch) / (float64(sum.StepNanosMedian) / 1e9)
 	}
 	sum.BubbleFraction = bubble / float64(len(r.Steps))
 	for _, d := range devs {

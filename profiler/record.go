@@ -259,7 +259,8 @@ type Summary struct {
 	StepNanosMedian int64 `json:"step_nanos_median"`
 	StepNanosMin    int64 `json:"step_nanos_min"`
 	StepNanosMax    int64 `json:"step_nanos_max"`
-	// SamplesPerSecond is the batch divided by the median step time.
+	// SamplesPerSecond is a step's samples (the batch, R·B for R
+	// replicas) divided by the median step time.
 	SamplesPerSecond float64 `json:"samples_per_second"`
 	// BubbleFraction is the devices' mean idle time over the step time.
 	BubbleFraction float64 `json:"bubble_fraction"`

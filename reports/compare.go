@@ -74,26 +74,26 @@ func CompareTable(a, b []profiler.Record, opts CompareOptions) *Table {
 		nameB = "B"
 	}
 	ia, ib := compareIndex(a), compareIndex(b)
-	virtual := hasVirtualStages(a, b)
+	shown := configShownOf(a, b)
 	t := &Table{
 		Title:   fmt.Sprintf("Compare A: %s (%d runs) with B: %s (%d runs)", nameA, len(a), nameB, len(b)),
-		Columns: compareColumns(virtual),
+		Columns: compareColumns(shown),
 	}
 	var onlyA, onlyB int
 	for _, k := range ia.order {
 		if rb, ok := ib.first[k]; ok {
-			t.Rows = append(t.Rows, compareRow(ia.first[k], rb, "", virtual))
+			t.Rows = append(t.Rows, compareRow(ia.first[k], rb, "", shown))
 		}
 	}
 	for _, k := range ia.order {
 		if _, ok := ib.first[k]; !ok {
-			t.Rows = append(t.Rows, compareRow(ia.first[k], nil, "A", virtual))
+			t.Rows = append(t.Rows, compareRow(ia.first[k], nil, "A", shown))
 			onlyA++
 		}
 	}
 	for _, k := range ib.order {
 		if _, ok := ia.first[k]; !ok {
-			t.Rows = append(t.Rows, compareRow(nil, ib.first[k], "B", virtual))
+			t.Rows = append(t.Rows, compareRow(nil, ib.first[k], "B", shown))
 			onlyB++
 		}
 	}
@@ -104,9 +104,9 @@ func CompareTable(a, b []profiler.Record, opts CompareOptions) *Table {
 // compareColumns returns the columns of the comparison. On a narrow
 // terminal (Table.Fit) the backend, threads and batch fold first, then
 // the absolute peaks and step times; the configuration and the ratios
-// stay. virtual adds interleaved's virtual stages.
-func compareColumns(virtual bool) []Column {
-	return append(configColumns(virtual), []Column{
+// stay. shown adds interleaved's virtual stages and the replicas.
+func compareColumns(shown configShown) []Column {
+	return append(configColumns(shown), []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 7},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
 		{Key: "backend", Header: "backend", Fold: 9},
@@ -122,8 +122,8 @@ func compareColumns(virtual bool) []Column {
 
 // compareRow returns the row of a configuration: ra and rb are its runs
 // in A and B, one of them nil when only marks the dataset that holds it;
-// virtual is whether the table has the virtual stages' column.
-func compareRow(ra, rb *profiler.Record, only string, virtual bool) []Cell {
+// shown is which optional configuration columns the table has.
+func compareRow(ra, rb *profiler.Record, only string, shown configShown) []Cell {
 	r := ra
 	if r == nil {
 		r = rb
@@ -135,7 +135,7 @@ func compareRow(ra, rb *profiler.Record, only string, virtual bool) []Cell {
 	}
 	stepA, stepB, stepRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.StepNanosMedian }, FormatNanos)
 	peakA, peakB, peakRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.PeakBytesMax }, FormatBytes)
-	return append(configCells(c, "", virtual),
+	return append(configCells(c, "", shown),
 		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		String(r.Env.Backend),
 		stepA, stepB, stepRatio, peakA, peakB, peakRatio,

@@ -38,8 +38,8 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	// for it appears only beside predicted records, so that tables of
 	// measured runs keep their shape.
 	predicted := slices.ContainsFunc(recs, func(r profiler.Record) bool { return r.Kind == profiler.KindPredicted })
-	virtual := hasVirtualStages(recs)
-	t := &Table{Title: opts.Title, Columns: runsColumns(predicted, virtual)}
+	shownCols := configShownOf(recs)
+	t := &Table{Title: opts.Title, Columns: runsColumns(predicted, shownCols)}
 	if t.Title == "" {
 		t.Title = fmt.Sprintf("Runs (%d)", len(recs))
 	}
@@ -62,7 +62,7 @@ func RunsTable(recs []profiler.Record, opts RunsTableOptions) *Table {
 	}
 	var over []string
 	for i := range shown {
-		row, note := runsRow(shown, i, predicted, virtual)
+		row, note := runsRow(shown, i, predicted, shownCols)
 		if note != "" && !slices.Contains(over, note) {
 			over = append(over, note)
 		}
@@ -148,17 +148,17 @@ func transportNotes(recs []profiler.Record) []string {
 
 // runsColumns returns the columns of the runs table, with the predicted
 // step's uncertainty before the step range when predicted is set and
-// interleaved's virtual stages when virtual is.
+// the optional configuration columns shown says.
 // On a narrow terminal (Table.Fit) the columns fold from the least
 // telling: the step range, the bytes moved, threads, throughput (the
 // batch over the step), the batch, the bubble, then the comparisons with
 // GPipe and the peak; the configuration and the step time stay.
-func runsColumns(predicted, virtual bool) []Column {
+func runsColumns(predicted bool, shown configShown) []Column {
 	columns := []Column{
 		{Key: "id", Header: "id", Show: Machines},
 		{Key: "kind", Header: "kind", Show: Machines},
 	}
-	columns = append(columns, configColumns(virtual)...)
+	columns = append(columns, configColumns(shown)...)
 	columns = append(columns, []Column{
 		{Key: "batch", Header: "batch", Align: AlignRight, Fold: 6},
 		{Key: "threads", Header: "T", Align: AlignRight, Fold: 8},
@@ -183,17 +183,17 @@ func runsColumns(predicted, virtual bool) []Column {
 
 // runsRow returns the row of recs[i], in the order of runsColumns, and,
 // for an oversubscribed run, the note its footnote gives; else "".
-func runsRow(recs []profiler.Record, i int, predicted, virtual bool) (row []Cell, note string) {
+func runsRow(recs []profiler.Record, i int, predicted bool, shown configShown) (row []Cell, note string) {
 	r := &recs[i]
 	c := r.Config
 	speed, mem := runsVsBaseline(recs, i)
 	mark := ""
 	if r.Oversubscribed {
 		mark = " *"
-		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.Devices, c.Threads, r.Env.Cores)
+		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.JobDevices(), c.Threads, r.Env.Cores)
 	}
 	s := r.Summary
-	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark, virtual)...)
+	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark, shown)...)
 	row = append(row,
 		Int(int64(c.Batch)), Int(int64(c.Threads)),
 		Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
@@ -281,5 +281,5 @@ func runsBaseline(recs []profiler.Record, i int) *profiler.Record {
 // pipeline shape, so that their times compare schedules alone.
 func runsSameWorkload(a, b profiler.RunConfig) bool {
 	return a.Model == b.Model && a.SizeRecord == b.SizeRecord &&
-		a.Batch == b.Batch && a.Devices == b.Devices && a.Micro == b.Micro
+		a.Batch == b.Batch && a.Devices == b.Devices && a.Micro == b.Micro && max(a.Replicas, 1) == max(b.Replicas, 1)
 }

@@ -74,10 +74,25 @@ func hasVirtualStages(recs ...[]profiler.Record) bool {
 	return false
 }
 
+// configShown says which columns of a configuration a table of runs
+// shows beyond those every run has: interleaved's virtual stages, and
+// the data-parallel replicas R when a run has more than one.
+type configShown struct{ virtual, replicas bool }
+
+// configShownOf returns what a table of recs shows.
+func configShownOf(recs ...[]profiler.Record) configShown {
+	s := configShown{virtual: hasVirtualStages(recs...)}
+	for _, rs := range recs {
+		s.replicas = s.replicas || slices.ContainsFunc(rs, func(r profiler.Record) bool { return r.Config.Replicas > 1 })
+	}
+	return s
+}
+
 // configColumns are the columns of a run's configuration that the runs
 // table and the comparison share, from the model to M, with the
-// virtual stages when virtual is set; configCells fills them.
-func configColumns(virtual bool) []Column {
+// virtual stages and the replicas R (before K) where shown says;
+// configCells fills them.
+func configColumns(shown configShown) []Column {
 	columns := []Column{
 		{Key: "model_label", Header: "model", Show: People},
 		{Key: "model", Header: "model", Show: Machines},
@@ -90,17 +105,20 @@ func configColumns(virtual bool) []Column {
 		{Key: "devices", Header: "K", Align: AlignRight},
 		{Key: "microbatches", Header: "M", Align: AlignRight},
 	}
-	if virtual {
+	if shown.virtual {
 		columns = slices.Insert(columns, len(columns)-2, Column{Key: "virtual_stages", Header: "virtual stages", Show: Machines})
+	}
+	if shown.replicas {
+		columns = slices.Insert(columns, len(columns)-2, Column{Key: "replicas", Header: "R", Align: AlignRight})
 	}
 	return columns
 }
 
-// configCells returns c's cells of configColumns(virtual), the
+// configCells returns c's cells of configColumns(shown), the
 // schedule's cell marked with mark (" *" for an oversubscribed run)
 // unless it is empty. Checkpointing shows for gpipe only, the look-ahead
 // for coop only, the virtual stages for interleaved only.
-func configCells(c profiler.RunConfig, mark string, virtual bool) []Cell {
+func configCells(c profiler.RunConfig, mark string, shown configShown) []Cell {
 	sched := String(c.Schedule)
 	sched.Text, sched.Short = ScheduleLabel(c)+mark, scheduleShortLabel(c)+mark
 	checkpoint, prefetch := Empty(""), Empty("")
@@ -114,12 +132,15 @@ func configCells(c profiler.RunConfig, mark string, virtual bool) []Cell {
 		String(ModelLabel(c)), String(c.Model), Int(int64(c.Image)), Int(int64(c.Classes)), Float(c.Width, 2),
 		sched, checkpoint, prefetch,
 	}
-	if virtual {
+	if shown.virtual {
 		v := Empty("")
 		if c.Schedule == "interleaved" {
 			v = Int(int64(max(c.Virtual, 1)))
 		}
 		cells = append(cells, v)
+	}
+	if shown.replicas {
+		cells = append(cells, Int(int64(max(c.Replicas, 1))))
 	}
 	return append(cells, Int(int64(c.Devices)), Int(int64(c.Micro)))
 }

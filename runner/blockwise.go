@@ -59,7 +59,7 @@ func (w *worker) forwardBlocks(op schedule.Op, layer *models.Sequential, first i
 		start := w.dev.Now()
 		y, ctx := c.Layer.Forward(p, h)
 		end := w.dev.Now()
-		w.rec.Record(recordEvent(step, w.k, op, first+i, start, end, 0))
+		w.rec.Record(recordEvent(step, w.d, op, first+i, start, end, 0))
 		if i > 0 { // x is borrowed; later inputs are ours
 			h.Release()
 		}
@@ -104,7 +104,7 @@ func (w *worker) backwardWeight(op schedule.Op, p *models.Pass, wg models.Weight
 			bw.works[i] = nil
 		}
 		end := w.dev.Now()
-		w.rec.Record(recordEvent(step, w.k, op, b, start, end, 0))
+		w.rec.Record(recordEvent(step, w.d, op, b, start, end, 0))
 	}
 	bw.works = nil
 }
@@ -161,7 +161,7 @@ func (w *worker) backwardBlocks(op schedule.Op, layer *models.Sequential, first 
 			dx = layer.Layers[i].Layer.Backward(p, bc.ctxs[i], d)
 		}
 		end := w.dev.Now()
-		w.rec.Record(recordEvent(step, w.k, op, first+i, start, end, 0))
+		w.rec.Record(recordEvent(step, w.d, op, first+i, start, end, 0))
 		bc.ctxs[i] = nil // released by that Backward
 		if i < last {    // dy is borrowed; later gradients are ours
 			d.Release()

@@ -54,7 +54,7 @@ func (w *worker) fault(r any, stack []byte) *Fault {
 	if err, ok := r.(error); ok && errors.As(err, &input) {
 		reason = err.Error() // an input the layer cannot take, not a bug
 	}
-	f := &Fault{Step: w.step.step, Device: w.k, Name: w.dev.Name(), Op: w.op, Block: w.block,
+	f := &Fault{Step: w.step.step, Device: w.d, Name: w.dev.Name(), Op: w.op, Block: w.block,
 		Reason: reason, Stack: stack}
 	if w.block >= 0 && w.block < len(w.t.model.Blocks) {
 		f.BlockName = w.t.model.Blocks[w.block].Name

@@ -117,6 +117,9 @@ func batchCounts(tr *Trainer) map[string]int64 {
 func describe(cfg config.Config) string {
 	o := cfg.Schedule
 	s := fmt.Sprintf("%s K=%d M=%d", o.Name, max(o.Devices, 1), max(o.Micro, 1))
+	if o.Replicas > 1 {
+		s = fmt.Sprintf("%s R=%d K=%d M=%d", o.Name, o.Replicas, o.Devices, max(o.Micro, 1))
+	}
 	switch o.Name {
 	case schedule.GPipe:
 		s += " ckpt=" + o.Checkpoint.String()

@@ -106,7 +106,7 @@ func mpiEquivalence(t *testing.T, ctx context.Context, w comm.World, cfg config.
 	if err != nil {
 		t.Fatalf("%s in one process: %v", name, err)
 	}
-	g, err := w.Split(ctx, cfg.Schedule.Devices)
+	g, err := w.Split(ctx, cfg.JobDevices())
 	if err != nil {
 		t.Fatalf("%s: split: %v", name, err)
 	}
@@ -135,13 +135,44 @@ func mpiEquivalence(t *testing.T, ctx context.Context, w comm.World, cfg config.
 				t.Errorf("%s: record: %v", name, err)
 			}
 			if rec.Env.Transport != profiler.TransportMPI || !strings.Contains(rec.Env.TransportVersion, "MPI") ||
-				len(rec.Env.Ranks) != cfg.Schedule.Devices || rec.Env.Calibration == nil {
+				len(rec.Env.Ranks) != cfg.JobDevices() || len(rec.Devices) != cfg.JobDevices() || rec.Env.Calibration == nil {
 				t.Errorf("%s: environment %+v", name, rec.Env)
 			}
 		}
 	}
 	if err := w.Barrier(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMPIReplicas runs data-parallel replicas over MPI, one process per
+// job device on 4 ranks (oversubscribed on a smaller machine: this
+// checks correctness, not speed): each replica's pipeline and each
+// device's replicas talk over subsets of the world's ranks, and every
+// rank must train what one process trains.
+func TestMPIReplicas(t *testing.T) {
+	if !underMPI() {
+		if out, err, _ := mpiRun(t, 4, t.Name()); err != nil {
+			t.Errorf("4 ranks: %v\n%s", err, out)
+		}
+		return
+	}
+	w, err := mpi.Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Finalize()
+	ctx := context.Background()
+	for _, o := range []schedule.Options{
+		{Name: schedule.Single, Devices: 1, Micro: 2, Replicas: 2},
+		{Name: schedule.Single, Devices: 1, Micro: 1, Replicas: 4},
+		{Name: schedule.GPipe, Devices: 2, Micro: 2, Checkpoint: schedule.ExceptLast, Replicas: 2},
+		{Name: schedule.Coop, Devices: 2, Micro: 2, Prefetch: 1, Replicas: 2},
+		{Name: schedule.OneF1B, Devices: 2, Micro: 2, Replicas: 2},
+		{Name: schedule.ZBH1, Devices: 2, Micro: 2, Replicas: 2},
+	} {
+		cfg := config.Config{Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 12, Seed: 5, Threads: 1, Schedule: o, Balance: config.BalanceMACs}
+		mpiEquivalence(t, ctx, w, cfg, RunOptions{Warmup: 1, Steps: 2, Weights: true, BlockTiming: true, Calibrate: true})
 	}
 }
 

@@ -115,7 +115,7 @@ func checkMultiProcess(t *testing.T, name string, want *Result, got []*Result) {
 	if err := rec.Validate(); err != nil {
 		t.Fatalf("%s: rank 0's record: %v", name, err)
 	}
-	k := want.Config.Schedule.Devices
+	k := want.Config.JobDevices()
 	if rec.Env.Transport != profiler.TransportMPI || len(rec.Env.Ranks) != k || len(rec.Devices) != k || len(rec.Env.Devices) != k {
 		t.Errorf("%s: transport %q, %d ranks, %d devices; want mpi and %d", name, rec.Env.Transport, len(rec.Env.Ranks), len(rec.Devices), k)
 	}

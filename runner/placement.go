@@ -13,12 +13,16 @@ import (
 // the tensors that cross between stages.
 
 // place opens the devices and builds every worker's stages and replicas.
+// A job of R replicas has R·K devices: job device d runs device d mod K
+// of the program in replica d / K.
 func (t *Trainer) place() error {
 	k := len(t.program.Devices)
+	r := t.program.Replicas()
+	n := r * k
 	stages := t.program.Stages
 	// The initial weights: one model built as a single device would build
 	// it, from the seed, then copied stage by stage.
-	host, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: k, Threads: t.cfg.Threads})
+	host, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: n, Threads: t.cfg.Threads})
 	if err != nil {
 		return err
 	}
@@ -34,14 +38,23 @@ func (t *Trainer) place() error {
 		return err
 	}
 	defer init.Release()
-	local := make([]int, k) // the devices this process runs
+	local := make([]int, n) // the devices this process runs
 	for d := range local {
 		local[d] = d
 	}
+	var pipes, joins []*comm.InProcess
 	if t.group != nil {
 		local = []int{t.group.Rank()}
 	} else {
-		t.transport = comm.NewInProcessTransport(k)
+		for range r {
+			pipes = append(pipes, comm.NewInProcessTransport(k))
+		}
+		if r > 1 {
+			for range k {
+				joins = append(joins, comm.NewInProcessTransport(r))
+			}
+		}
+		t.transports = append(pipes, joins...)
 	}
 	for _, d := range local {
 		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
@@ -49,17 +62,26 @@ func (t *Trainer) place() error {
 			return err
 		}
 		t.devs = append(t.devs, dev)
-		var ep comm.Endpoint = t.group
-		if t.transport != nil {
-			ep = t.transport.Endpoint(d)
-		}
 		opt, err := models.NewOptimizer(t.cfg.Optimizer, t.cfg.Hyper())
 		if err != nil {
 			return err
 		}
-		w := &worker{t: t, k: d, dev: dev, ep: ep, ops: t.program.Devices[d], opt: opt}
+		w := &worker{t: t, k: d % k, d: d, replica: d / k, base: d / k * t.cfg.Batch,
+			dev: dev, ops: t.program.Devices[d%k], opt: opt}
+		switch {
+		case t.group == nil:
+			w.ep = pipes[w.replica].Endpoint(w.k)
+			if r > 1 {
+				w.dp = joins[w.k].Endpoint(w.replica)
+			}
+		case r == 1:
+			w.ep = t.group
+		default:
+			w.ep = comm.SubEndpoint(t.group, pipelineRanks(w.replica, k))
+			w.dp = comm.SubEndpoint(t.group, replicaRanks(w.k, k, r))
+		}
 		t.workers = append(t.workers, w)
-		w.owned = t.program.StagesOf(d)
+		w.owned = t.program.StagesOf(w.k)
 		w.stages = make([]*models.Sequential, stages)
 		if err := t.materializeOwned(w, dev); err != nil {
 			return err
@@ -69,9 +91,10 @@ func (t *Trainer) place() error {
 				return err
 			}
 		}
+		w.dpParams = replicaParams(w)
 		w.replicas = make([]*models.Sequential, stages)
 		w.replicaFlats = make([]*tensor.Tensor, stages)
-		for _, s := range replicated(t.program, d) {
+		for _, s := range replicated(t.program, w.k) {
 			// Replicas are weights too: the all-gather fills them before
 			// every prediction step.
 			if w.replicas[s], w.replicaFlats[s], err = t.materialize(s, dev, tensor.Weights); err != nil {
@@ -81,6 +104,25 @@ func (t *Trainer) place() error {
 		dev.ResetPeak()
 	}
 	return nil
+}
+
+// pipelineRanks returns the job devices of replica r's pipeline of k.
+func pipelineRanks(r, k int) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = r*k + i
+	}
+	return out
+}
+
+// replicaRanks returns the job devices that run pipeline device k in
+// each of r replicas.
+func replicaRanks(k, K, r int) []int {
+	out := make([]int, r)
+	for i := range out {
+		out[i] = i*K + k
+	}
+	return out
 }
 
 // replicated returns the stages whose weights device d receives in the

@@ -183,7 +183,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 	case opts.Calibrate && g == nil:
-		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.Schedule.Devices); err != nil {
+		if res.Calibration, err = Calibrate(ctx, t.cfg.Backend, t.cfg.Threads, t.cfg.JobDevices()); err != nil {
 			return nil, err
 		}
 	}
@@ -195,7 +195,7 @@ func run(ctx context.Context, t *Trainer, opts RunOptions) (*Result, error) {
 		}
 	}
 	t.alive()
-	if t.cfg.Schedule.Devices == 1 {
+	if t.cfg.JobDevices() == 1 {
 		release := reserveProcs(max(t.cfg.Threads, 1))
 		defer release()
 	}

@@ -32,7 +32,7 @@ import (
 // Transfers are not slowed: a slower device does not have a slower link.
 func (w *worker) straggle(i int, op schedule.Op, start int64) {
 	st := w.t.cfg.Straggler
-	if !st.Active() || st.Device != w.k || !op.Kind.Computes() {
+	if !st.Active() || st.Device != w.d || !op.Kind.Computes() {
 		return
 	}
 	took := w.dev.Now() - start

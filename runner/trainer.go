@@ -24,12 +24,15 @@ type Trainer struct {
 	bounds []int         // stage s holds blocks [bounds[s], bounds[s+1])
 	// ties are the model's tied parameters, whose copies the program's
 	// AllReduce ops sum the gradients of (see worker.allReduce).
-	ties      []models.Tie
-	program   *schedule.Program
-	loader    *datasets.Loader
-	workers   []*worker
-	devs      []tensor.Device
-	transport *comm.InProcess // nil in a multi-process run
+	ties    []models.Tie
+	program *schedule.Program
+	loader  *datasets.Loader
+	workers []*worker
+	devs    []tensor.Device
+	// transports are the in-process transports, nil in a multi-process
+	// run: one per replica's pipeline, and one per pipeline device
+	// joining its replicas.
+	transports []*comm.InProcess
 	// group, when set, is the processes of a multi-process run: this
 	// process runs device group.Rank() alone (see RunOptions.Group).
 	group comm.Group
@@ -63,8 +66,8 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k := cfg.Schedule.Devices; group != nil && group.Size() != k {
-		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", k, group.Size())
+	if n := cfg.JobDevices(); group != nil && group.Size() != n {
+		return nil, fmt.Errorf("a run of %d devices in a group of %d processes: want one process per device", n, group.Size())
 	}
 	t := &Trainer{cfg: cfg, model: model, group: group, ties: model.Ties()}
 	if t.bounds, err = t.sharedPartition(cfg.Stages()); err != nil {
@@ -79,7 +82,7 @@ func newTrainer(cfg config.Config, group comm.Group) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.loader, err = datasets.NewLoader(ds, cfg.Batch, cfg.Seed); err != nil {
+	if t.loader, err = datasets.NewLoader(ds, cfg.StepSamples(), cfg.Seed); err != nil {
 		return nil, err
 	}
 	if err := t.place(); err != nil {
@@ -188,7 +191,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	var batch *datasets.Batch
 	var err error
 	if len(t.devs) > 0 && tensor.IsSymbolic(t.devs[0]) {
-		batch = datasets.ShapeBatch(step, t.cfg.Batch, t.model.Input, t.loader.Dataset().LabelsPerSample())
+		batch = datasets.ShapeBatch(step, t.cfg.StepSamples(), t.model.Input, t.loader.Dataset().LabelsPerSample())
 	} else if batch, err = t.loader.Batch(step); err != nil {
 		return StepResult{}, err
 	}
@@ -249,7 +252,7 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 	res := StepResult{Step: step, Nanos: end - start, Devices: make([]DeviceStep, n), startNanos: start, endNanos: end}
 	for i, w := range t.workers {
 		res.Loss += states[i].loss
-		res.Devices[i] = DeviceStep{Memory: w.dev.Memory(), Comm: w.ep.Stats(), Events: w.takeEvents(start)}
+		res.Devices[i] = DeviceStep{Memory: w.dev.Memory(), Comm: w.commStats(), Events: w.takeEvents(start)}
 		res.Devices[i].MemTrack = stopMemTrack(w, start)
 	}
 	return res, nil
@@ -258,9 +261,11 @@ func (t *Trainer) Step(ctx context.Context) (StepResult, error) {
 // load reads what the program says device w.k loads at the start of a
 // step (schedule.Program.Loads) into its step state: inputs are uploaded
 // to the device, labels stay in host memory, where the loss reads them.
+// A load's range is within the worker's replica's B samples.
 func (t *Trainer) load(w *worker, s *stepState) {
 	for _, l := range t.program.Loads[w.k] {
 		lo, hi := l.Range(t.cfg.Batch)
+		lo, hi = lo+w.base, hi+w.base
 		switch {
 		case l.What == schedule.Inputs && l.For == schedule.Forward:
 			s.raw, s.rawLo = s.batch.Upload(w.dev, tensor.Boundary, lo, hi), lo
@@ -294,11 +299,17 @@ func firstCause(errs []error) error {
 }
 
 // Params returns the trained parameters by state_dict name, copied to the
-// host, gathered from every device's own stages.
+// host, gathered from every device's own stages (in a job of replicas,
+// from the devices that hold them first).
 func (t *Trainer) Params() map[string][]float32 {
 	out := map[string][]float32{}
+	seen := map[int]bool{}
 	for _, w := range t.workers {
 		for _, s := range w.owned {
+			if seen[s] {
+				continue // another replica's copy of the stage
+			}
+			seen[s] = true
 			for _, p := range models.Params(w.stages[s]) {
 				out[p.Name] = tensor.ToHost(p.Param.Value)
 			}
@@ -308,11 +319,19 @@ func (t *Trainer) Params() map[string][]float32 {
 }
 
 // Buffers returns the tensor buffers (running statistics) by state_dict
-// name, copied to the host.
+// name, copied to the host; in a job of replicas, the first replica's
+// that this process runs (each replica keeps statistics of its own
+// samples, as PyTorch's DistributedDataParallel does without
+// broadcast_buffers).
 func (t *Trainer) Buffers() map[string][]float32 {
 	out := map[string][]float32{}
+	seen := map[int]bool{}
 	for _, w := range t.workers {
 		for _, s := range w.owned {
+			if seen[s] {
+				continue // another replica's copy of the stage
+			}
+			seen[s] = true
 			for _, b := range models.Buffers(w.stages[s]) {
 				if b.Buffer.Value != nil {
 					out[b.Name] = tensor.ToHost(b.Buffer.Value)
@@ -347,10 +366,10 @@ func (t *Trainer) Close() {
 // release frees every tensor the trainer holds, leaving the devices open
 // (so that their memory can still be read).
 func (t *Trainer) release() {
-	if t.transport != nil {
+	for _, tr := range t.transports {
 		// A failed step may leave messages nobody received; Close frees
 		// them (its report of them matters only after a failure).
-		t.transport.Close()
+		tr.Close()
 	}
 	for _, w := range t.workers {
 		for _, p := range w.params {
@@ -367,7 +386,7 @@ func (t *Trainer) release() {
 			}
 		}
 	}
-	t.workers, t.transport = nil, nil
+	t.workers, t.transports = nil, nil
 }
 
 // releaseStates frees the step states of a step that never started.

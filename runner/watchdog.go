@@ -86,7 +86,7 @@ func (t *Trainer) positions() string {
 		if w.progress.moves.Load() > 0 && i < len(w.ops) {
 			op = fmt.Sprintf("op %d of %d (%v)", i+1, len(w.ops), w.ops[i])
 		}
-		out = append(out, fmt.Sprintf("device %d at step %d, %s", w.k, step, op))
+		out = append(out, fmt.Sprintf("device %d at step %d, %s", w.d, step, op))
 	}
 	return strings.Join(out, "; ")
 }

@@ -17,10 +17,19 @@ import (
 // interleaved several; in coop also the replicas of the stages it
 // predicts with) and interprets the device's ops in order.
 type worker struct {
-	t   *Trainer
-	k   int
-	dev tensor.Device
+	t *Trainer
+	// k is the device of the pipeline whose ops the worker runs
+	// (program.Devices[k]), d the job's device, d = replica·K + k, which
+	// records, faults and injections name; one replica: d = k.
+	k, d    int
+	replica int
+	// base is the first sample of the replica's B in a step's R·B.
+	base int
+	dev  tensor.Device
+	// ep reaches the devices of the worker's pipeline, rank k of K; dp,
+	// in a job of replicas, the device's replicas, rank replica of R.
 	ep  comm.Endpoint
+	dp  comm.Endpoint
 	ops []schedule.Op
 	// stages[s] is stage s if this device owns and trains it, else nil.
 	// The device's stages are cut from one model, so a parameter that two
@@ -37,6 +46,9 @@ type worker struct {
 	replicas     []*models.Sequential
 	replicaFlats []*tensor.Tensor
 	opt          models.Optimizer
+	// dpParams[s] are the parameters the DPAllReduce of stage s sums
+	// (see replicaParams).
+	dpParams map[int][]models.NamedParam
 	// rec records the device's events, nil when the trainer does not
 	// record (then no op is even timed); blocks runs compute ops block
 	// by block, recording an event per block (per-block timing).
@@ -108,10 +120,11 @@ func newStepState(step int, batch *datasets.Batch) *stepState {
 	}
 }
 
-// micro returns the sample range of micro-batch (or slice) j.
+// micro returns the sample range of micro-batch (or slice) j in the
+// step's R·B samples: within the worker's replica's B.
 func (w *worker) micro(j int) (lo, hi int) {
 	m := w.t.cfg.MicroBatchSize()
-	return j * m, (j + 1) * m
+	return w.base + j*m, w.base + (j+1)*m
 }
 
 func (w *worker) pass(grad bool, sample int) *models.Pass {
@@ -148,11 +161,11 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		w.progress.at(s.step, i)
 		w.op, w.block = op, wholeOp
-		if f := w.t.cfg.Fail; f != nil && i == 0 && f.Device == w.k && f.Step == s.step {
+		if f := w.t.cfg.Fail; f != nil && i == 0 && f.Device == w.d && f.Step == s.step {
 			return w.faultf("injected failure (fail %d:%d)", f.Device, f.Step)
 		}
 		if w.t.gate != nil {
-			if err := w.t.gate(ctx, w.k, i); err != nil {
+			if err := w.t.gate(ctx, w.d, i); err != nil {
 				return fmt.Errorf("%s: %v: %w", w.dev.Name(), op, err)
 			}
 		}
@@ -179,7 +192,7 @@ func (w *worker) runStep(ctx context.Context, s *stepState) (err error) {
 		}
 		w.straggle(i, op, start)
 		end := w.dev.Now()
-		w.rec.Record(recordEvent(s.step, w.k, op, wholeOp, start, end, bytes))
+		w.rec.Record(recordEvent(s.step, w.d, op, wholeOp, start, end, bytes))
 	}
 	return nil
 }
@@ -207,7 +220,7 @@ func (w *worker) takeEvents(start int64) []profiler.Event {
 // exec runs one op and returns the bytes it moved between devices.
 func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 	if w.t.fault != nil {
-		if err := w.t.fault(w.k, op); err != nil {
+		if err := w.t.fault(w.d, op); err != nil {
 			return 0, err
 		}
 	}
@@ -234,6 +247,8 @@ func (w *worker) exec(ctx context.Context, op schedule.Op) (int64, error) {
 		return w.allToAll(ctx, op)
 	case schedule.AllReduce:
 		return w.allReduce(ctx, op)
+	case schedule.DPAllReduce:
+		return w.dpAllReduce(ctx, op)
 	case schedule.Update:
 		return 0, w.update()
 	}

@@ -62,8 +62,9 @@ func (w *worker) lossOp(op schedule.Op) error {
 		logits.Release()
 		return err
 	}
-	// The mean over the mini-batch's labels: B·L, L a sample.
-	scale := 1 / float32(w.t.cfg.Batch*s.batch.PerSample)
+	// The mean over the step's labels: R·B·L, L a sample, so that the
+	// replicas' gradients sum to the gradient of the whole step's mean.
+	scale := 1 / float32(w.t.cfg.StepSamples()*s.batch.PerSample)
 	loss, dl := models.CrossEntropy(w.pass(true, lo), logits, labels, scale)
 	logits.Release()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
@@ -163,7 +164,8 @@ func (w *worker) input(st, j int) *tensor.Tensor {
 		// The loaded inputs begin at sample rawLo of the mini-batch.
 		whole, lo, hi = s.raw, lo-s.rawLo, hi-s.rawLo
 	case st > 0 && s.boundary != nil:
-		whole = s.boundary
+		// coop's boundary holds the replica's B samples.
+		whole, lo, hi = s.boundary, lo-w.base, hi-w.base
 	default:
 		panic(fmt.Sprintf("runner: no input for stage %d micro-batch %d", st, j))
 	}

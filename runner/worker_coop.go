@@ -29,7 +29,7 @@ func (w *worker) predict(op schedule.Op) error {
 		x = s.predicted[op.Stage]
 	}
 	shardSize := w.t.cfg.ShardSize()
-	p := w.pass(false, op.Shard*shardSize)
+	p := w.pass(false, w.base+op.Shard*shardSize)
 	p.FreezeStats = true // replicas never touch running statistics
 	y, _ := w.forward(op, layer, op.Stage, p, x)
 	w.dev.Retag(y, tensor.Boundary)

@@ -47,6 +47,10 @@ import "fmt"
 //     pair's activations are live from its Forward to its BackwardWeight.
 //     The other schedules run one Backward per pair instead.
 //   - MaxLive[k] bounds the (stage, micro-batch) pairs live on device k.
+//   - A program of replicas (Options.Replicas ≥ 2) is one pipeline of
+//     the job (see Program.Replicas): each device sums each of its
+//     stages' gradients with its replicas' in a DPAllReduce, after the
+//     stage's last backward and the send that follows it.
 //   - Update is each device's last op, once; its Stage is the device's
 //     first stage, and it updates every stage the device owns.
 //
@@ -83,6 +87,7 @@ func Build(o Options) (*Program, error) {
 	}
 	// Every schedule's first and last stages read the same data.
 	addPipelineLoads(p)
+	addReplicaReduces(p)
 	return p, nil
 }
 

@@ -36,6 +36,9 @@ import (
 //     group is their owners, its Stage is the device's first of them, and
 //     it runs after every backward (split: backward-weight) of the
 //     device's stages among them, once per set of stages;
+//   - in a program of replicas (Replicas ≥ 2), and only there, every
+//     device has one DPAllReduce of each stage it owns, after every
+//     backward (split: backward-weight) of it;
 //   - Update is every device's last op and appears once;
 //   - every group (Groups) holds distinct devices in increasing order,
 //     every collective names a group that holds its device and every
@@ -184,6 +187,8 @@ func (c *checker) opShape(k int, o Op) string {
 	case AllGather, AllToAll:
 	case AllReduce:
 		return c.allReduceShape(k, o)
+	case DPAllReduce:
+		return c.dpAllReduceShape(k, o)
 	case Update:
 		if first := c.owned[k][0]; o.Stage != first {
 			return fmt.Sprintf("update of stage %d on device %d, want its first stage %d", o.Stage, k, first)

@@ -24,6 +24,7 @@ type deviceCheck struct {
 	live      int            // pairs whose activations are kept
 	scattered bool           // the all-to-all has delivered every input
 	reduced   [][]int        // the stages of each all-reduce so far
+	dpReduced map[int]int    // dp-allreduces of each stage so far
 }
 
 // device checks the order of device k's ops: data dependencies, kept
@@ -74,6 +75,9 @@ func (d *deviceCheck) op(o Op, at func(string, ...any)) {
 		return
 	case AllReduce:
 		d.allReduce(o, at)
+		return
+	case DPAllReduce:
+		d.dpAllReduce(o, at)
 		return
 	case Recv:
 		if o.What == Activation {
@@ -189,6 +193,7 @@ func (d *deviceCheck) keepLive(o Op, s *microState, at func(string, ...any)) {
 // finish checks that every pair of the device ran its ops once each and
 // freed its activations.
 func (d *deviceCheck) finish() {
+	d.finishReplicas()
 	for _, st := range d.owned[d.k] {
 		for j, s := range d.st[st] {
 			name := d.pair(st, j)

@@ -55,6 +55,11 @@ type Options struct {
 	// Virtual is interleaved's v ≥ 1: how many model chunks (stages)
 	// each device holds, the model being cut into K·v stages.
 	Virtual int
+	// Replicas is R ≥ 1 (0 counts as 1), the data-parallel copies of the
+	// pipeline a job runs on R·K devices, each on its own B samples,
+	// their gradients summed before the update (DPAllReduce; see
+	// Program.Replicas).
+	Replicas int
 }
 
 // WithDefaults returns o with its zero fields filled: gpipe, one device,
@@ -70,6 +75,9 @@ func (o Options) WithDefaults() Options {
 	if o.Micro == 0 {
 		o.Micro = 1
 	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
 	if o.Name == Coop && o.Prefetch == 0 {
 		o.Prefetch = DefaultPrefetch
 	}
@@ -83,7 +91,7 @@ func (o Options) WithDefaults() Options {
 // run records and on the command line.
 type OptionError struct {
 	// Field is the option: "schedule", "devices", "microbatches",
-	// "checkpoint", "prefetch" or "virtual-stages".
+	// "replicas", "checkpoint", "prefetch" or "virtual-stages".
 	Field string
 	// Value is the value at fault.
 	Value any
@@ -121,6 +129,8 @@ func (o Options) Check() error {
 		return optionError("devices", o.Devices, "need at least 1")
 	case o.Micro < 1:
 		return optionError("microbatches", o.Micro, "need at least 1")
+	case o.Replicas < 0:
+		return optionError("replicas", o.Replicas, "need at least 1")
 	case o.MaxDevices() > 0 && o.Devices > o.MaxDevices():
 		return &OptionError{Field: "schedule", Value: o.Name, TooManyDevices: true,
 			Reason: fmt.Sprintf("single at K=%d: it runs on one device", o.Devices)}
@@ -218,6 +228,9 @@ const ShortLabelNote = "gpipe's except-last and coop's d=1 not shown"
 // uses, the others left zero (and so out of the record's JSON).
 func (o Options) Record() RecordOptions {
 	r := RecordOptions{Devices: o.Devices, Micro: o.Micro, Schedule: o.Name}
+	if o.Replicas > 1 {
+		r.Replicas = o.Replicas
+	}
 	switch o.Name {
 	case GPipe:
 		r.Checkpoint = o.Checkpoint.String()
@@ -238,7 +251,12 @@ type RecordOptions struct {
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Prefetch   int    `json:"prefetch,omitempty"`
 	Virtual    int    `json:"virtual_stages,omitempty"` // interleaved's chunks per device v: Devices·Virtual stages
+	Replicas   int    `json:"replicas,omitempty"`       // data-parallel copies R of the pipeline, left out for 1
 }
+
+// JobDevices returns R·K, the devices of the recorded job: K for one
+// replica.
+func (r RecordOptions) JobDevices() int { return max(r.Replicas, 1) * r.Devices }
 
 // Check reports a recorded option that no run could have had: a
 // negative look-ahead or chunk count.
@@ -246,7 +264,7 @@ func (r RecordOptions) Check() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"prefetch", r.Prefetch}, {"virtual_stages", r.Virtual}} {
+	}{{"prefetch", r.Prefetch}, {"virtual_stages", r.Virtual}, {"replicas", r.Replicas}} {
 		if f.v < 0 {
 			return fmt.Errorf("%s %d is negative", f.name, f.v)
 		}
@@ -257,7 +275,8 @@ func (r RecordOptions) Check() error {
 // Options returns the options r records. A record without a checkpoint
 // mode has gpipe's default.
 func (r RecordOptions) Options() (Options, error) {
-	o := Options{Name: r.Schedule, Devices: r.Devices, Micro: r.Micro, Prefetch: r.Prefetch, Virtual: r.Virtual}
+	o := Options{Name: r.Schedule, Devices: r.Devices, Micro: r.Micro, Prefetch: r.Prefetch, Virtual: r.Virtual,
+		Replicas: r.Replicas}
 	if r.Checkpoint != "" {
 		ck, err := ParseCheckpoint(r.Checkpoint)
 		if err != nil {

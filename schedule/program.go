@@ -61,6 +61,16 @@ const (
 	// backward of those stages and before its Update; its Stage is the
 	// device's first stage in Stages. See Program.Tie.
 	AllReduce
+	// DPAllReduce sums Stage's parameter gradients over the data-parallel
+	// replicas of the device (Options.Replicas): the job runs R copies of
+	// the program, device k of copy r being job device r·K + k, and the
+	// op spans the R devices that run device k's ops, outside the
+	// program's own devices, so it names no group. It runs once per
+	// stage the device owns, after the stage's last backward (split: its
+	// last backward-weight) and the send of that backward's input
+	// gradient, so that the pipeline's transfers go first. Programs of
+	// one replica have none. See Program.Replicas.
+	DPAllReduce
 	numOpKinds
 )
 
@@ -80,6 +90,9 @@ var opKinds = [numOpKinds]struct {
 	fitted bool
 	// collective: every device of the op's group takes part.
 	collective bool
+	// replicas: the device's replicas in the job's other pipelines take
+	// part, and none of the program's other devices.
+	replicas bool
 }{
 	Forward:        {name: "forward", computes: true, blocks: true, fitted: true},
 	Recompute:      {name: "recompute", computes: true, blocks: true, fitted: true},
@@ -94,6 +107,7 @@ var opKinds = [numOpKinds]struct {
 	BackwardInput:  {name: "backward-input", computes: true, blocks: true, fitted: true},
 	BackwardWeight: {name: "backward-weight", computes: true, blocks: true, fitted: true},
 	AllReduce:      {name: "allreduce", collective: true},
+	DPAllReduce:    {name: "dp-allreduce", replicas: true},
 }
 
 // OpKinds returns every op kind, in the order of their values.
@@ -136,6 +150,11 @@ func (k OpKind) Fitted() bool { return k.valid() && opKinds[k].fitted }
 // Collective reports whether ops of kind k are collectives: every device
 // of the op's group (Op.Group) takes part, in the same order on each.
 func (k OpKind) Collective() bool { return k.valid() && opKinds[k].collective }
+
+// SpansReplicas reports whether ops of kind k run together with the
+// device's data-parallel replicas (DPAllReduce): each replica runs the
+// same program, so such an op waits for no other device of the program.
+func (k OpKind) SpansReplicas() bool { return k.valid() && opKinds[k].replicas }
 
 // ParseOpKind returns the op kind with the given name.
 func ParseOpKind(s string) (OpKind, error) {
@@ -221,6 +240,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("allgather %v", o.Stages)
 	case AllReduce:
 		return fmt.Sprintf("allreduce %v", o.Stages)
+	case DPAllReduce:
+		return fmt.Sprintf("dp-allreduce %d", o.Stage)
 	default:
 		return o.Kind.String()
 	}
@@ -315,6 +336,13 @@ type Program struct {
 	// owners of tied stages.
 	Groups [][]int
 }
+
+// Replicas returns R, the data-parallel copies of the program a job runs
+// (Options.Replicas, at least 1): job device r·K + k runs Devices[k] in
+// copy r, on samples [r·B, (r+1)·B) of a step's R·B, with every peer and
+// group member shifted by r·K, and its DPAllReduce ops span job devices
+// k, K + k, …, (R−1)·K + k.
+func (p *Program) Replicas() int { return max(p.Options.Replicas, 1) }
 
 // StagesOf returns the stages device k owns, in increasing order.
 func (p *Program) StagesOf(k int) []int {

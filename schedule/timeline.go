@@ -107,6 +107,8 @@ func cellLabel(o Op) string {
 		return "A2A"
 	case AllReduce:
 		return "AR"
+	case DPAllReduce:
+		return fmt.Sprintf("DP%d", o.Stage)
 	case Update:
 		return "U"
 	case Send:

@@ -22,7 +22,7 @@ func predictTable(fc *forecasts) *reports.Table {
 
 // predictTitle says that the rows are forecasts and what they rest on.
 func predictTitle(preds []profiler.Record, keys []predictor.Key, recs []profiler.Record) string {
-	return fmt.Sprintf("pipecast predict: %d predicted runs from %d measured runs", len(preds), countOfKeys(recs, keys))
+	return fmt.Sprintf("pipecast predict: %d predicted runs from %d measured runs", len(preds), fittedOfKeys(recs, keys))
 }
 
 // predictFootnotes name the cost models behind the forecasts, and say
@@ -32,7 +32,7 @@ func predictFootnotes(preds []profiler.Record, keys []predictor.Key, recs []prof
 		"fitted to the measured runs, so step, min and max are the one simulated step; peak memory from an exact " +
 		"replay of the runner's memory accounting."}
 	for _, k := range keys {
-		notes = append(notes, fmt.Sprintf("Fitted to %d measured runs of %s.", countOfKeys(recs, []predictor.Key{k}), k))
+		notes = append(notes, fmt.Sprintf("Fitted to %d measured runs of %s.", fittedOfKeys(recs, []predictor.Key{k}), k))
 	}
 	var over []string
 	cores := 0
@@ -50,6 +50,18 @@ func predictFootnotes(preds []profiler.Record, keys []predictor.Key, recs []prof
 			"the runs were measured on, where such a run would share cores and take longer.", strings.Join(over, ", "), cores))
 	}
 	return notes
+}
+
+// fittedOfKeys counts the records of the keys that the fit used
+// (predictor.Fitted).
+func fittedOfKeys(recs []profiler.Record, keys []predictor.Key) int {
+	n := 0
+	for i := range recs {
+		if predictor.Fitted(&recs[i]) && slices.Contains(keys, predictor.KeyOf(&recs[i])) {
+			n++
+		}
+	}
+	return n
 }
 
 // countOfKeys counts the records of the keys.

@@ -130,6 +130,10 @@ the run ends, so an interrupted sweep keeps the runs it finished; pipecast
 report renders that file again. Ctrl-C stops the sweep after the current
 run. Progress is shown on standard error when it is a terminal.
 
+--replicas R runs R data-parallel copies of each pipeline on R·K devices,
+each on its own --batch samples (R·B a step), every stage's gradients
+summed over its replicas before the update.
+
 --dry-run makes every check a sweep makes before its first run (the flags,
 the combinations, the data, each configuration's memory, --resume's
 dataset) and prints the runs it would make, then stops: nothing trains and
@@ -138,6 +142,7 @@ no file is written.`,
   pipecast profile --model mlp --devices 1,2 --microbatches 1,2,4,8 --schedule gpipe,coop,1f1b --batch 16 --steps 2 --out runs
   pipecast profile --model vgg16bn --image 64 --width 0.5 --schedule gpipe --checkpoint never,always --output markdown
   pipecast profile --model gpt2 --width 0.25 --layers 4 --seq 32 --batch 8 --schedule 1f1b --partition 2,4
+  pipecast profile --model mlp --replicas 2 --devices 1,2 --schedule 1f1b --batch 8
   pipecast profile --model resnet50 --image 224 --width 1 --devices 1,2,4 --schedule gpipe,coop,1f1b --dry-run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,6 +162,7 @@ no file is written.`,
 	addSizeListFlags(f, &opts.SizeVariants, "")
 	f.IntSliceVar(&opts.Batches, "batch", defaultProfileBatches, "mini-batch sizes B")
 	f.IntSliceVar(&opts.Devices, "devices", defaultProfileDevices, "numbers of devices K, one pipeline stage each")
+	f.IntSliceVar(&opts.Replicas, "replicas", []int{1}, "numbers of data-parallel replicas R of the pipeline: R·K devices, each replica on B samples of a step's R·B, every stage's gradients summed over its replicas before the update")
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultProfileMicro, "numbers of micro-batches M per step (coop: slices)")
 	f.StringSliceVar(&opts.Schedules, "schedule", defaultProfileSchedules, "schedules: "+strings.Join(schedule.Names(), ","))
 	opts.Variants = schedule.DefaultVariants()

@@ -53,6 +53,7 @@ func TestNewCmdProfileFlags(t *testing.T) {
 					Models:       []string{"resnet50"},
 					Batches:      []int{16},
 					Devices:      []int{2},
+					Replicas:     []int{1},
 					Micro:        []int{4},
 					Schedules:    []string{"gpipe", "coop"},
 					Variants:     schedule.DefaultVariants(),

@@ -67,7 +67,7 @@ func newSweepRunner(transport string, cfgs []config.Config) (sweepRunner, error)
 	}
 	var tooMany []string
 	for _, c := range cfgs {
-		if c.Schedule.Devices > w.Size() {
+		if c.JobDevices() > w.Size() {
 			tooMany = append(tooMany, c.String())
 		}
 	}
@@ -80,7 +80,7 @@ func newSweepRunner(transport string, cfgs []config.Config) (sweepRunner, error)
 }
 
 func (m *mpiSweep) run(ctx context.Context, cfg config.Config, opts runner.RunOptions) (*profiler.Record, error) {
-	k := cfg.Schedule.Devices
+	k := cfg.JobDevices()
 	if k == 1 && opts.Calibrate && m.world.Size() > 1 {
 		// One device has no peer to measure the path to: measure it
 		// among the job's processes, which a K = 2 run would use.
