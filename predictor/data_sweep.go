@@ -51,6 +51,7 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 		}
 		s.Batches = appendNew(s.Batches, c.Batch)
 		s.Devices = appendNew(s.Devices, c.Devices)
+		s.Replicas = appendNew(s.Replicas, max(c.Replicas, 1))
 		s.Micro = appendNew(s.Micro, c.Micro)
 		s.Schedules = appendNew(s.Schedules, c.Schedule)
 		if o, err := c.RecordOptions.Options(); err == nil {
@@ -61,6 +62,10 @@ func DataSweep(recs []profiler.Record, key Key) config.Sweep {
 	slices.Sort(s.SizeVariants.Seqs)
 	slices.Sort(s.Batches)
 	slices.Sort(s.Devices)
+	slices.Sort(s.Replicas)
+	if len(s.Replicas) == 1 && s.Replicas[0] == 1 {
+		s.Replicas = nil // one replica, the default
+	}
 	slices.Sort(s.Micro)
 	order := schedule.Names()
 	slices.SortFunc(s.Schedules, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })

@@ -12,10 +12,12 @@ import (
 // ErrNoMeasured is returned by Fit when no record is a measured run.
 var ErrNoMeasured = errors.New("no measured run records to fit")
 
-// ErrReplicas is the error of a forecast of data-parallel replicas
-// (schedule.Options.Replicas > 1): runs of replicas are measured and
-// recorded, but neither fitted nor forecast yet.
-var ErrReplicas = errors.New("forecasts of data-parallel replicas are not supported yet")
+// ErrReplicas is the error of what the predictor cannot do with data-
+// parallel replicas (schedule.Options.Replicas > 1) yet: fit runs of
+// them (forecasts of replicas come from runs of one replica and the
+// calibration of their gradient sums), and forecast them with a
+// straggler.
+var ErrReplicas = errors.New("not supported for data-parallel replicas yet")
 
 // ErrMixedHugePages is returned by Fit when the records of one key were
 // measured with tensors on huge pages and without (environment
@@ -29,9 +31,13 @@ const (
 	TransferP2P       = "p2p"
 	TransferAllGather = "allgather"
 	TransferAllToAll  = "alltoall"
+	// TransferDPAllReduce is the gradient sum of two data-parallel
+	// replicas (schedule.DPAllReduce), as the calibration times it
+	// (runner.DPAllReduceKind): x is the bytes each replica receives.
+	TransferDPAllReduce = "dp-allreduce"
 )
 
-var transferKinds = [...]string{TransferP2P, TransferAllGather, TransferAllToAll}
+var transferKinds = [...]string{TransferP2P, TransferAllGather, TransferAllToAll, TransferDPAllReduce}
 
 // phaseNames are the phases as record events and reports name them.
 var phaseNames = [...]string{PhaseForward: "forward", PhaseBackward: "backward", PhaseRecompute: "recompute", PhasePredict: "predict",
@@ -76,13 +82,17 @@ type CostModel struct {
 	loss     Line
 	update   Line
 	transfer map[string]Line
-	overhead map[string]float64
-	scale    map[string]opScales
-	reports  []FitReport
-	relErr   float64
-	samples  []int
-	seqs     []int
-	devices  []int
+	// replicaSum is the calibration's replicas' gradient sums, the
+	// typical time at each size it measured (x bytes, t ns, increasing
+	// x), which ReplicaSum interpolates; nil without such samples.
+	replicaSum *curve
+	overhead   map[string]float64
+	scale      map[string]opScales
+	reports    []FitReport
+	relErr     float64
+	samples    []int
+	seqs       []int
+	devices    []int
 	// interference is the co-location slowdown per number of devices
 	// computing at once (see fitInterference); nil: none applied.
 	interference []profiler.InterferenceLevel
@@ -215,7 +225,7 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 		groups[k] = append(groups[k], r)
 	}
 	if len(groups) == 0 && replicas > 0 {
-		return nil, fmt.Errorf("fit: %w: every one of the %d measured runs has data-parallel replicas (%w)", ErrNoMeasured, replicas, ErrReplicas)
+		return nil, fmt.Errorf("fit: %w: every one of the %d measured runs has data-parallel replicas, whose fit is %w; forecasts of replicas need runs of one", ErrNoMeasured, replicas, ErrReplicas)
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("fit: %w", ErrNoMeasured)
@@ -237,8 +247,8 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 // Fitted reports whether Fit fits r: a measured run, without a straggler
 // (a straggler run measures the straggler, not the blocks: forecasts of
 // one scale the fitted costs by its factor) and of one replica (a run of
-// replicas adds their gradient sums, which nothing fits yet:
-// ErrReplicas).
+// replicas adds their gradient sums, priced from the calibration's
+// instead: ErrReplicas).
 func Fitted(r *profiler.Record) bool {
 	return r.Kind == profiler.KindMeasured && r.Config.StragglerFactor <= 1 && r.Config.Replicas <= 1
 }

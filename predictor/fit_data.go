@@ -129,22 +129,28 @@ func (d *fitData) add(r *profiler.Record) error {
 		}
 	}
 	d.addSteps(r.Steps)
-	if cal := r.Env.Calibration; cal != nil {
-		for _, s := range cal.Samples {
-			pts, ok := d.calibration[s.Kind]
-			if !ok || s.Nanos <= 0 {
-				continue
-			}
-			// A collective's sample gives the bytes of each piece; every
-			// device receives one piece from each other device.
-			bytes := s.Bytes
-			if s.Kind != TransferP2P {
-				bytes *= int64(max(1, s.Devices-1))
-			}
-			pts.add(float64(bytes), float64(s.Nanos))
-		}
-	}
+	d.addCalibration(r.Env.Calibration)
 	return d.addEvents(r, micro)
+}
+
+// addCalibration adds cal's transfer samples (none for nil).
+func (d *fitData) addCalibration(cal *profiler.Calibration) {
+	if cal == nil {
+		return
+	}
+	for _, s := range cal.Samples {
+		pts, ok := d.calibration[s.Kind]
+		if !ok || s.Nanos <= 0 {
+			continue
+		}
+		// A collective's sample gives the bytes of each piece; every
+		// device receives one piece from each other device.
+		bytes := s.Bytes
+		if s.Kind != TransferP2P {
+			bytes *= int64(max(1, s.Devices-1))
+		}
+		pts.add(float64(bytes), float64(s.Nanos))
+	}
 }
 
 // addBlock adds a block's time of one call on samples samples of

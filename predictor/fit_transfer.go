@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/pipecast/pipecast/profiler"
 )
@@ -17,6 +18,10 @@ import (
 // and the intercept α is the median over the run's transfers of
 // (t − bytes/β), at least 0; with only one source, NNLS fits that alone.
 func (c *CostModel) fitTransfers(d *fitData) error {
+	if pts := d.calibration[TransferDPAllReduce]; pts.len() > 0 {
+		xs, _, ts := typicalByX(pts)
+		c.replicaSum = &curve{x: xs, t: ts}
+	}
 	for _, kind := range transferKinds {
 		cal, ev := d.calibration[kind], d.transfer[kind]
 		if cal.len() == 0 && ev.len() == 0 {
@@ -61,6 +66,29 @@ func (c *CostModel) fitTransfers(d *fitData) error {
 		c.reports = append(c.reports, FitReport{Name: name, Variable: "bytes", Unit: "ns", Line: c.transfer[kind]})
 	}
 	return nil
+}
+
+// curve is a piecewise-linear function through measured points (x
+// increasing): a memory-bound copy's time per byte changes where its
+// buffers outgrow the caches, which no single line through sizes on both
+// sides follows.
+type curve struct{ x, t []float64 }
+
+// at returns the curve's value at x: linear between the two points about
+// it, and beyond the points along the nearest segment (through the
+// origin's direction from a single point), at least 0.
+func (c *curve) at(x float64) float64 {
+	n := len(c.x)
+	switch {
+	case n == 0:
+		return 0
+	case n == 1:
+		return c.t[0] * x / c.x[0]
+	}
+	i := sort.SearchFloat64s(c.x, x)
+	i = min(max(i, 1), n-1)
+	x0, x1, t0, t1 := c.x[i-1], c.x[i], c.t[i-1], c.t[i]
+	return math.Max(0, t0+(t1-t0)*(x-x0)/(x1-x0))
 }
 
 // fitOverheads takes the median overhead of each op kind and reports it

@@ -30,8 +30,12 @@ func (s *simulation) record(tl *schedule.Timeline) profiler.Record {
 		Oversubscribed:  false,
 		PredictedRelErr: s.c.RelErr(),
 	}
-	step := profiler.RunStep{Step: 0, WallNanos: nanos(tl.Makespan), Devices: make([]profiler.DeviceActivity, len(s.prog.Devices))}
-	for d, ops := range s.prog.Devices {
+	// Job device d runs program device d mod K: with R replicas, each at
+	// the same times as replica 0's (the meta run holds them all).
+	k := len(s.prog.Devices)
+	step := profiler.RunStep{Step: 0, WallNanos: nanos(tl.Makespan), Devices: make([]profiler.DeviceActivity, s.prog.Replicas()*k)}
+	for d := range step.Devices {
+		ops := s.prog.Devices[d%k]
 		var ds profiler.DeviceActivity
 		var sent, received int64
 		if d < len(s.meta.devices) {
@@ -40,8 +44,8 @@ func (s *simulation) record(tl *schedule.Timeline) profiler.Record {
 			sent, received = m.Comm.SentBytes, m.Comm.ReceivedBytes
 		}
 		for i, o := range ops {
-			p := s.ops[d][keyOf(o)]
-			start, end := tl.Start[d][i], tl.End[d][i]
+			p := s.ops[d%k][keyOf(o)]
+			start, end := tl.Start[d%k][i], tl.End[d%k][i]
 			ds.Events = appendBlockEvents(ds.Events, d, o, p, start, end)
 			ds.Events = append(ds.Events, profiler.OpEvent(0, d, o, profiler.WholeOp, nanos(start), nanos(end), p.bytes))
 		}
@@ -93,7 +97,7 @@ func (s *simulation) environment() profiler.Environment {
 		env.Interference = &profiler.Interference{Work: "applied: the medians of the single-device records' measurements", Levels: lv}
 	}
 	env.Devices = nil
-	for d := range s.prog.Devices {
+	for d := range s.prog.Replicas() * len(s.prog.Devices) {
 		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: fmt.Sprintf("%s:%d", env.Backend, d), Threads: s.cfg.Threads})
 	}
 	return env

@@ -91,9 +91,14 @@ func (c *CostModel) slowdown(n float64) float64 {
 // simulate runs the forecast's program: with interference, each compute
 // op slowed by the devices computing while it runs
 // (schedule.SimulateInterference); without, plainly.
+//
+// The program is one replica's: in a job of R replicas every device's
+// replicas run its ops at the same times, so R times as many devices
+// compute at once as the program's timeline shows.
 func (s *simulation) simulate() (*schedule.Timeline, error) {
 	if len(s.c.interference) < 2 || s.unscaled {
 		return schedule.Simulate(s.prog, s.cost)
 	}
-	return schedule.SimulateInterference(s.prog, s.cost, s.c.slowdown, interferenceRounds)
+	r := float64(s.prog.Replicas())
+	return schedule.SimulateInterference(s.prog, s.cost, func(n float64) float64 { return s.c.slowdown(r * n) }, interferenceRounds)
 }

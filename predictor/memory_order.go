@@ -36,29 +36,36 @@ type opOrder struct {
 	begun   []bool
 }
 
-// newOpOrder orders the ops of tl's program by their start times.
-func newOpOrder(tl *schedule.Timeline) *opOrder {
+// newOpOrder orders the ops of tl's program by their start times, in a
+// job of replicas copies of it: job device d runs program device d mod
+// K, at the same times.
+func newOpOrder(tl *schedule.Timeline, replicas int) *opOrder {
 	type entry struct {
 		d, i  int
 		start float64
 	}
+	k := len(tl.Start)
+	starts := make([][]float64, max(replicas, 1)*k)
+	for d := range starts {
+		starts[d] = tl.Start[d%k]
+	}
 	var all []entry
-	for d, starts := range tl.Start {
+	for d, starts := range starts {
 		for i, s := range starts {
 			all = append(all, entry{d, i, s})
 		}
 	}
 	sort.SliceStable(all, func(a, b int) bool { return all[a].start < all[b].start })
-	o := &opOrder{need: make([][]int, len(tl.Start)), n: len(all),
-		step: make([]int, len(tl.Start)), begun: make([]bool, len(tl.Start))}
+	o := &opOrder{need: make([][]int, len(starts)), n: len(all),
+		step: make([]int, len(starts)), begun: make([]bool, len(starts))}
 	o.cond = sync.NewCond(&o.mu)
 	for d := range o.need {
-		o.need[d] = make([]int, len(tl.Start[d]))
+		o.need[d] = make([]int, len(starts[d]))
 	}
 	first := 0
-	for k, e := range all {
-		if k > 0 && e.start != all[k-1].start {
-			first = k
+	for j, e := range all {
+		if j > 0 && e.start != all[j-1].start {
+			first = j
 		}
 		o.need[e.d][e.i] = first
 	}
@@ -105,6 +112,6 @@ func (o *opOrder) fingerprint() uint64 {
 // orderedMetaRun is metaRun with the ops of each step started in the
 // order of tl.
 func orderedMetaRun(ctx context.Context, cfg config.Config, tl *schedule.Timeline) (*metaStep, error) {
-	o := newOpOrder(tl)
+	o := newOpOrder(tl, cfg.Schedule.Replicas)
 	return cachedMetaRun(ctx, cfg, o.fingerprint(), func(ctx context.Context, d, i int) error { return o.gate(ctx, d, i) })
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner"
 	"github.com/pipecast/pipecast/schedule"
 )
 
@@ -124,10 +125,9 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 	case schedule.AllReduce:
 		p.nanos = s.allReduce(o, bytes)
 	case schedule.DPAllReduce:
-		// Forecasts refuse replicas (newSimulation); the sum is priced
-		// as the tied all-reduce's, each replica sending its part to each
-		// other, for what prices programs without forecasting them.
-		p.nanos = float64(s.prog.Replicas()-1) * s.c.Transfer(TransferP2P, bytes/int64(max(s.prog.Replicas()-1, 1)))
+		if r := s.prog.Replicas(); r > 1 {
+			p.nanos = s.c.ReplicaSum(bytes/int64(r-1), r)
+		}
 	case schedule.Update:
 		// The update steps every stage the device owns, as the fit
 		// measured it.
@@ -177,6 +177,44 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 	}
 	p.nanos += max(s.c.OpOverhead(o.Kind.String()), 0)
 	return nil
+}
+
+// ReplicaSum returns the ns of a DPAllReduce of a stage of gradBytes of
+// gradients over replicas replicas: its buckets of at most
+// runner.DPBucketBytes, each at the calibration's time of two replicas'
+// sum at its size (interpolated between the sizes it measured; without
+// such samples the dp-allreduce line, which is p2p's), times (2R−1)/3, the sum's passes over a bucket at R
+// replicas (the copy into the snapshot, R−1 receives and R−1 adds: the
+// first reads two parts, each later one the sum and a part) over those
+// at two. One replica sums nothing.
+func (c *CostModel) ReplicaSum(gradBytes int64, replicas int) float64 {
+	if replicas < 2 || gradBytes <= 0 {
+		return 0
+	}
+	var t float64
+	for g := gradBytes; g > 0; g -= runner.DPBucketBytes {
+		b := min(g, runner.DPBucketBytes)
+		if c.replicaSum != nil {
+			t += c.replicaSum.at(float64(b))
+		} else {
+			t += c.Transfer(TransferDPAllReduce, b)
+		}
+	}
+	return t * float64(2*replicas-1) / 3
+}
+
+// TransferModel returns a cost model of cal's transfers alone, fitted as
+// Fit fits a record's calibration without its events: what prices
+// transfers and the replicas' gradient sums (ReplicaSum) from a
+// calibration, to check them against measured ones.
+func TransferModel(cal *profiler.Calibration) (*CostModel, error) {
+	c := &CostModel{transfer: map[string]Line{}}
+	d := newFitData()
+	d.addCalibration(cal)
+	if err := c.fitTransfers(d); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // allReduce prices AllReduce o, whose device received bytes: the other

@@ -98,8 +98,8 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 		cfg.Optimizer = c.Key.OptimizerName() // not the model's: the records'
 	}
 	cfg = cfg.WithDefaults()
-	if r := cfg.Schedule.Replicas; r > 1 {
-		return nil, fmt.Errorf("%w (R = %d): the cost model has no fit of the replicas' gradient sums", ErrReplicas, r)
+	if r := cfg.Schedule.Replicas; r > 1 && cfg.Straggler.Active() {
+		return nil, fmt.Errorf("a forecast with a straggler is %w (R = %d)", ErrReplicas, r)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

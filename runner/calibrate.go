@@ -16,16 +16,35 @@ import (
 var (
 	p2pCalibrationBytes        = []int64{4 << 10, 256 << 10, 4 << 20, 16 << 20}
 	collectiveCalibrationBytes = []int64{256 << 10, 4 << 20}
+	// The gradient sums of data-parallel replicas, from a small bucket to
+	// the largest (DPBucketBytes), on both sides of where the sum's
+	// buffers outgrow the caches: the predictor interpolates between
+	// them.
+	dpCalibrationBytes = []int64{256 << 10, 1 << 20, 4 << 20, 12 << 20, DPBucketBytes}
 )
+
+// DPAllReduceKind is the calibration's kind of the replicas' gradient
+// sum (schedule.DPAllReduce): a sample's Bytes are each replica's
+// gradients, its Devices the replicas.
+const DPAllReduceKind = "dp-allreduce"
 
 // calibrationReps is how many times each transfer is timed; a sample is
 // the median, which shrugs off a descheduled repetition.
 const calibrationReps = 5
 
+// dpCalibrationReps returns how many times the replicas' gradient sum of
+// bytes is timed: about 32 MiB summed in all, from 3 repetitions (the
+// largest takes tens of milliseconds each) to 15 (the smallest take
+// tenths of one, where a descheduled repetition weighs most).
+func dpCalibrationReps(bytes int64) int {
+	return int(min(max((32<<20+bytes-1)/bytes, 3), 15))
+}
+
 // Calibrate measures the transfer path of backend between scratch
 // devices of threads threads each: point-to-point transfers between two
 // devices, and all-gathers and all-to-alls among min(devices, 4) of them
-// (at least 2), over a scratch in-process transport. It fits
+// (at least 2), and the gradient sum of two data-parallel replicas (the
+// runs' own code, sumReplicas), over a scratch in-process transport. It fits
 // t = latency + bytes/bandwidth to the point-to-point samples. It takes a
 // fraction of a second and leaves no tensor behind.
 func Calibrate(ctx context.Context, backend string, threads, devices int) (*profiler.Calibration, error) {
@@ -62,8 +81,64 @@ func Calibrate(ctx context.Context, backend string, threads, devices int) (*prof
 			cal.Samples = append(cal.Samples, profiler.TransferSample{Kind: kind, Devices: n, Bytes: b, Nanos: ns})
 		}
 	}
+	for _, b := range dpCalibrationBytes {
+		ns, err := timeReplicaSum(ctx, devs[:2], b)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate %s of %d bytes: %w", DPAllReduceKind, b, err)
+		}
+		cal.Samples = append(cal.Samples, profiler.TransferSample{Kind: DPAllReduceKind, Devices: 2, Bytes: b, Nanos: ns})
+	}
 	cal.LatencyNanos, cal.BandwidthBytesPerSecond = fitTransfer(cal.Samples[:len(p2pCalibrationBytes)])
 	return cal, nil
+}
+
+// timeReplicaSum returns the median time of summing bytes of gradients
+// over devs as replicas (sumReplicas, every device at once, each timing
+// its own part as a run's dp-allreduce event does; a sample is the mean
+// over the devices), after one untimed repetition that faults the pages
+// in.
+func timeReplicaSum(ctx context.Context, devs []tensor.Device, bytes int64) (int64, error) {
+	n := len(devs)
+	tr := comm.NewInProcessTransport(n)
+	defer tr.Close()
+	grads := make([]*tensor.Tensor, n)
+	for r, d := range devs {
+		grads[r] = d.Alloc(tensor.Gradients, int(bytes/4))
+	}
+	defer func() {
+		for _, g := range grads {
+			g.Release()
+		}
+	}()
+	errs, took := make([]error, n), make([]int64, n)
+	reps := dpCalibrationReps(bytes)
+	times := make([]int64, 0, reps)
+	for rep := -1; rep < reps; rep++ {
+		tag := comm.Tag{Step: rep, Kind: "calibration-" + DPAllReduceKind, Stage: 0, Micro: int(bytes)}
+		var wg sync.WaitGroup
+		for r := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := tensor.Nanotime()
+				_, errs[r] = sumReplicas(ctx, devs[r], tr.Endpoint(r), tag, grads[r:r+1])
+				devs[r].Sync()
+				took[r] = tensor.Nanotime() - start
+			}()
+		}
+		wg.Wait()
+		var sum int64
+		for r, err := range errs {
+			if err != nil {
+				return 0, err
+			}
+			sum += took[r]
+		}
+		if rep >= 0 {
+			times = append(times, sum/int64(n))
+		}
+	}
+	return profiler.Median(times), nil
 }
 
 // timeP2P returns the median time of sending bytes from device 0 to

@@ -36,14 +36,15 @@ func TestCalibrate(t *testing.T) {
 		for _, s := range cal.Samples {
 			count[s.Kind]++
 			want := 2
-			if s.Kind != "p2p" {
+			if s.Kind != "p2p" && s.Kind != DPAllReduceKind {
 				want = tc.collectives
 			}
 			if s.Devices != want || s.Bytes <= 0 || s.Nanos <= 0 {
 				t.Errorf("%s: sample %+v: want %d devices and positive bytes and time", tc.name, s, want)
 			}
 		}
-		if count["p2p"] != len(p2pCalibrationBytes) || count["allgather"] != len(collectiveCalibrationBytes) || count["alltoall"] != len(collectiveCalibrationBytes) {
+		if count["p2p"] != len(p2pCalibrationBytes) || count["allgather"] != len(collectiveCalibrationBytes) || count["alltoall"] != len(collectiveCalibrationBytes) ||
+			count[DPAllReduceKind] != len(dpCalibrationBytes) {
 			t.Errorf("%s: samples by kind %v", tc.name, count)
 		}
 		// The budget is half a second on an idle machine; the race

@@ -16,10 +16,10 @@ import (
 // whole step's R·B samples. The loss is the mean over those R·B (see
 // lossOp), so the sum needs no division.
 
-// dpBucketBytes bounds the gradients one transfer of a DPAllReduce
-// carries: PyTorch's DistributedDataParallel's bucket_cap_mb default,
+// DPBucketBytes bounds the gradients one transfer of a DPAllReduce
+// carries (and the predictor prices a bucket at): PyTorch's DistributedDataParallel's bucket_cap_mb default,
 // 25 MiB.
-const dpBucketBytes = 25 << 20
+const DPBucketBytes = 25 << 20
 
 // replicaParams returns, for each stage the worker's DPAllReduce ops
 // sum, the parameters that op sums: the stage's, each parameter with the
@@ -50,51 +50,75 @@ func replicaParams(w *worker) map[int][]models.NamedParam {
 }
 
 // dpAllReduce sums stage op.Stage's gradients over the device's
-// replicas, in buckets of at most dpBucketBytes taken from the stage's
+// replicas, in buckets of at most DPBucketBytes taken from the stage's
 // last parameters first (the order the backward completes them, as
 // DistributedDataParallel buckets), and returns the bytes received.
 func (w *worker) dpAllReduce(ctx context.Context, op schedule.Op) (int64, error) {
 	params := w.dpParams[op.Stage]
+	sizes := make([]int64, len(params))
+	for i, p := range params {
+		sizes[i] = p.Param.Value.Bytes()
+	}
 	var received int64
-	bucket := 0
-	for hi := len(params); hi > 0; {
-		lo, size := hi-1, params[hi-1].Param.Value.Bytes()
-		for lo > 0 && size+params[lo-1].Param.Value.Bytes() <= dpBucketBytes {
-			lo--
-			size += params[lo].Param.Value.Bytes()
-		}
-		got, err := w.reduceBucket(ctx, op, bucket, params[lo:hi])
+	for i, b := range Buckets(sizes) {
+		got, err := w.reduceBucket(ctx, op, i, params[b[0]:b[1]])
 		received += got
 		if err != nil {
 			return received, err
 		}
-		bucket, hi = bucket+1, lo
 	}
 	return received, nil
 }
 
-// reduceBucket sums the gradients of params over the replicas: every
-// replica sends each other its gradients as one flat tensor, receives
-// theirs, and sets its gradients to the sum over the replicas in
-// increasing order, so that every replica computes the same float32
-// values.
+// Buckets splits tensors of the given sizes (bytes, in parameter order)
+// into the buckets a DPAllReduce sums, in the order it sums them: ranges
+// [lo, hi) from the last tensor back, each as many tensors as fit in
+// DPBucketBytes (a larger one alone).
+func Buckets(sizes []int64) [][2]int {
+	var out [][2]int
+	for hi := len(sizes); hi > 0; {
+		lo, size := hi-1, sizes[hi-1]
+		for lo > 0 && size+sizes[lo-1] <= DPBucketBytes {
+			lo--
+			size += sizes[lo]
+		}
+		out = append(out, [2]int{lo, hi})
+		hi = lo
+	}
+	return out
+}
+
+// reduceBucket sums the gradients of params over the replicas
+// (sumReplicas).
 func (w *worker) reduceBucket(ctx context.Context, op schedule.Op, bucket int, params []models.NamedParam) (int64, error) {
 	grads := make([]*tensor.Tensor, len(params))
-	total := 0
 	for i, p := range params {
 		grads[i] = p.Param.GradFor(w.dev)
-		total += grads[i].Len()
 	}
-	// own is a snapshot apart from the gradients, which the sum
-	// overwrites while an in-process peer may still be copying it.
-	own := w.dev.Alloc(tensor.Comm, total)
-	defer own.Release()
-	eachPart(own, grads, func(part, g *tensor.Tensor) { w.dev.Copy(part, g) })
 	tag := comm.Tag{Step: w.step.step, Kind: "dp-gradient", Stage: op.Stage, Micro: bucket}
-	R, me := w.dp.Size(), w.dp.Rank()
+	return sumReplicas(ctx, w.dev, w.dp, tag, grads)
+}
+
+// sumReplicas sums ts over the ranks of ep, the device's replicas, in
+// place: every replica sends each other its tensors as one flat tensor,
+// receives theirs, and sets its tensors to the sum over the replicas in
+// increasing rank order, so that every replica computes the same float32
+// values. It returns the bytes received. The calibration times it as the
+// runs run it.
+func sumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor) (int64, error) {
+	total := 0
+	for _, t := range ts {
+		total += t.Len()
+	}
+	// own is a snapshot apart from the tensors, which the sum overwrites
+	// while an in-process peer may still be copying it.
+	own := dev.Alloc(tensor.Comm, total)
+	defer own.Release()
+	eachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	R, me := ep.Size(), ep.Rank()
 	for r := range R {
 		if r != me {
-			if err := w.dp.Send(ctx, r, tag, own); err != nil {
+			if err := ep.Send(ctx, r, tag, own); err != nil {
 				return 0, err
 			}
 		}
@@ -113,19 +137,35 @@ func (w *worker) reduceBucket(ctx context.Context, op schedule.Op, bucket int, p
 			parts[r] = own
 			continue
 		}
-		parts[r] = w.dev.Alloc(tensor.Comm, total)
-		if err := w.dp.Recv(ctx, r, tag, parts[r]); err != nil {
+		parts[r] = dev.Alloc(tensor.Comm, total)
+		if err := ep.Recv(ctx, r, tag, parts[r]); err != nil {
 			return received, err
 		}
 		received += parts[r].Bytes()
 	}
-	sum := w.dev.Alloc(tensor.Comm, total)
-	defer sum.Release()
-	w.dev.Copy(sum, parts[0])
-	for _, p := range parts[1:] {
-		w.dev.Add(sum, sum, p)
+	// Each tensor becomes the sum of its views in the parts, in rank
+	// order, written straight into it: (p0 + p1) + p2 + ….
+	off := 0
+	for _, t := range ts {
+		views := make([]*tensor.Tensor, R)
+		for r, p := range parts {
+			s := p.Slice(off, off+t.Len())
+			views[r] = s.Reshape(t.Shape()...)
+			s.Release()
+		}
+		if R == 1 {
+			dev.Copy(t, views[0])
+		} else {
+			dev.Add(t, views[0], views[1])
+		}
+		for _, v := range views[2:] {
+			dev.Add(t, t, v)
+		}
+		for _, v := range views {
+			v.Release()
+		}
+		off += t.Len()
 	}
-	eachPart(sum, grads, func(part, g *tensor.Tensor) { w.dev.Copy(g, part) })
 	return received, nil
 }
 

@@ -18,7 +18,12 @@
 # spread, and PASS where MAPE ≤ 5 % and max error ≤ 10 %, or where
 # neither is worse than the floor's, else MISS.
 #
-# Usage: scripts/forecast-live.sh [--quick] [OUTDIR]
+# With --replicas the second sweep is data-parallel instead: R = 2
+# replicas of K = 1 (single, gpipe, coop and 1f1b at the K = 1 sweep's
+# M), forecast from the same K = 1 records of one replica and their
+# calibration of the replicas' gradient sums.
+#
+# Usage: scripts/forecast-live.sh [--quick] [--replicas] [OUTDIR]
 #   OUTDIR keeps the records (default a new temporary directory); a
 #   second call with the same OUTDIR and settings reuses them (profile
 #   --resume runs only what is missing) and prints again.
@@ -36,15 +41,17 @@ cd "$(dirname "$0")/.."
 source scripts/runs_origin.sh
 
 usage() {
-	echo "forecast-live.sh: $1 (usage: scripts/forecast-live.sh [--quick] [OUTDIR])" >&2
+	echo "forecast-live.sh: $1 (usage: scripts/forecast-live.sh [--quick] [--replicas] [OUTDIR])" >&2
 	exit 2
 }
 
 quick=0
+replicas=0
 dir=""
 for arg in "$@"; do
 	case "$arg" in
 	--quick) quick=1 ;;
+	--replicas) replicas=1 ;;
 	-*) usage "unknown option $arg" ;;
 	*)
 		[[ -z "$dir" ]] || usage "one OUTDIR at most, got $dir and $arg"
@@ -88,6 +95,9 @@ mkdir -p "$dir"
 # Records of other settings in the same files would mix configurations
 # measured differently: refuse them.
 settings="quick=$quick rounds=$rounds steps=$steps warmup=$warmup"
+if ((replicas)); then
+	settings+=" replicas"
+fi
 if [[ -f "$dir/settings" && "$(cat "$dir/settings")" != "$settings" ]]; then
 	usage "$dir holds records measured with $(cat "$dir/settings"), not $settings; give another OUTDIR"
 fi
@@ -98,14 +108,18 @@ trap 'rm -rf "$bin"' EXIT
 pc="$bin/pipecast"
 go build -o "$pc" ./cmd/pipecast
 
-# sweep MODEL K MICRO SCHEDULES ROUND: records the sweep's rounds up to
-# ROUND into $dir/MODEL/kK (profile --resume runs only those missing).
+# sweep MODEL K MICRO SCHEDULES ROUND [R]: records the sweep's rounds up
+# to ROUND into $dir/MODEL/kK, or with R replicas $dir/MODEL/rRkK
+# (profile --resume runs only those missing).
 sweep() {
-	local out="$dir/$1/k$2"
-	echo "forecast-live: $1 K = $2, M = $3, $4: round $5 of $rounds (records in $out)" >&2
+	local r=${6:-1} out="$dir/$1/k$2"
+	if ((r > 1)); then
+		out="$dir/$1/r${r}k$2"
+	fi
+	echo "forecast-live: $1 R = $r, K = $2, M = $3, $4: round $5 of $rounds (records in $out)" >&2
 	# shellcheck disable=SC2086 # the sizes split on spaces
 	"$pc" profile --model "$1" ${sizes[$1]} --batch 16 --threads 1 \
-		--devices "$2" --microbatches "$3" --schedule "$4" \
+		--devices "$2" --replicas "$r" --microbatches "$3" --schedule "$4" \
 		--rounds "$5" --steps "$steps" --warmup "$warmup" \
 		--out "$out" --resume --output csv >/dev/null
 }
@@ -119,10 +133,18 @@ for model in "${workloads[@]}"; do
 	# as a forecast error.
 	for ((r = 1; r <= rounds; r++)); do
 		sweep "$model" 1 "${k1_micro[$model]}" "single,gpipe,coop,1f1b${extra[$model]}" "$r"
-		sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r"
+		if ((replicas)); then
+			sweep "$model" 1 "${k1_micro[$model]}" "single,gpipe,coop,1f1b${extra[$model]}" "$r" 2
+		else
+			sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r"
+		fi
 	done
 	k1="$dir/$model/k1/runs.jsonl" k2="$dir/$model/k2/runs.jsonl"
-	echo "## $model: K = 2 forecast from K = 1"
+	target="K = 2"
+	if ((replicas)); then
+		k2="$dir/$model/r2k1/runs.jsonl" target="R = 2 × K = 1"
+	fi
+	echo "## $model: $target forecast from K = 1"
 	echo
 	"$pc" predict --validate --train "$k1" --data "$k2" --output markdown
 	echo
@@ -149,7 +171,7 @@ for model in "${workloads[@]}"; do
 	fi
 done
 
-echo "## Summary: K = 2 forecast from K = 1 records of $(runs_origin "$dir"/*/k*/runs.jsonl)"
+echo "## Summary: $target forecast from K = 1 records of $(runs_origin "$dir"/*/k1/runs.jsonl)"
 echo
 for s in "${summaries[@]}"; do
 	echo "- $s"

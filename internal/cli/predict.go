@@ -151,6 +151,7 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	addSizeListFlags(f, &opts.SizeVariants, " (default: the data's)")
 	f.IntSliceVar(&opts.Batches, "batch", nil, "mini-batch sizes B (default: the data's)")
 	f.IntSliceVar(&opts.Devices, "devices", nil, "numbers of devices K (default: the data's)")
+	f.IntSliceVar(&opts.Replicas, "replicas", nil, "numbers of data-parallel replicas R of the pipeline, forecast from runs of one replica and the calibration of the replicas' gradient sums (default: the data's)")
 	f.IntSliceVar(&opts.Micro, "microbatches", nil, "numbers of micro-batches M per step (default: the data's)")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules: "+strings.Join(schedule.Names(), ",")+" (default: the data's)")
 	addScheduleOptionFlags(f, &opts.Variants, " (default: the data's, else the option's default)")
@@ -182,7 +183,7 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 
 // predictConfigFlags are the flags that choose configurations to
 // forecast, which --validate does not take.
-var predictConfigFlags = slices.Concat([]string{"model", "batch", "devices", "microbatches",
+var predictConfigFlags = slices.Concat([]string{"model", "batch", "devices", "replicas", "microbatches",
 	"schedule", "balance", "partition", "threads", "backend", "transport", "straggler", "out", "trace", "pprof",
 	"optimizer", "lr", "weight-decay", "betas", "eps"}, sizeFlagNames(), scheduleOptionFlagNames())
 
@@ -219,7 +220,7 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 			return usageErrorf("--%s applies to --validate only", name)
 		}
 	}
-	for _, name := range []string{"model", "batch", "devices", "microbatches", "schedule"} {
+	for _, name := range []string{"model", "batch", "devices", "replicas", "microbatches", "schedule"} {
 		if f := flags.Lookup(name); f != nil && f.Changed && f.Value.String() == "[]" {
 			return usageErrorf("--%s: empty list", name)
 		}
@@ -281,6 +282,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	s.SizeVariants = o.SizeVariants.Or(data.SizeVariants)
 	s.Batches = pickInt(o.Batches, data.Batches)
 	s.Devices = pickInt(o.Devices, data.Devices)
+	s.Replicas = pickInt(o.Replicas, data.Replicas)
 	s.Micro = pickInt(o.Micro, data.Micro)
 	s.Schedules = pick(o.Schedules, data.Schedules)
 	s.Variants = o.Variants.Or(data.Variants)

@@ -39,6 +39,11 @@ func configurationTable(v *predictor.Validation) *reports.Table {
 		},
 	}
 	ps := slices.Clone(v.Pairs)
+	replicas := slices.ContainsFunc(ps, func(p predictor.Pair) bool { return p.Config.Replicas > 1 })
+	if replicas {
+		at := slices.IndexFunc(t.Columns, func(c reports.Column) bool { return c.Key == "devices" })
+		t.Columns = slices.Insert(t.Columns, at, reports.Column{Key: "replicas", Header: "R", Align: reports.AlignRight})
+	}
 	names := schedule.Names()
 	slices.SortStableFunc(ps, func(a, b predictor.Pair) int {
 		return cmp.Or(
@@ -46,6 +51,7 @@ func configurationTable(v *predictor.Validation) *reports.Table {
 			cmp.Compare(a.Config.Seq, b.Config.Seq),
 			cmp.Compare(slices.Index(names, a.Config.Schedule), slices.Index(names, b.Config.Schedule)),
 			cmp.Compare(a.Config.RecordOptions.Label(), b.Config.RecordOptions.Label()),
+			cmp.Compare(a.Config.JobDevices(), b.Config.JobDevices()),
 			cmp.Compare(a.Config.Devices, b.Config.Devices),
 			cmp.Compare(a.Config.Micro, b.Config.Micro),
 			cmp.Compare(a.Config.Batch, b.Config.Batch))
@@ -67,14 +73,18 @@ func configurationTable(v *predictor.Validation) *reports.Table {
 			}
 		}
 		e := (p.Predicted - p.Measured) / p.Measured
-		t.Rows = append(t.Rows, []reports.Cell{
+		row := []reports.Cell{
 			reports.String(pairLabel(p)),
 			{Value: p.Config.Schedule, Text: p.Config.RecordOptions.Label(), Short: p.Config.RecordOptions.ShortLabel()},
 			reports.Int(int64(p.Config.Devices)), reports.Int(int64(p.Config.Micro)), reports.Int(int64(p.Config.MicroBatchSize())),
 			reports.String(p.Fold), reports.Int(int64(p.Rounds)),
 			nanosCell(p.Measured), spread, lo, hi, nanosCell(p.Predicted),
 			signedPercentCell(e), floor, out,
-		})
+		}
+		if replicas {
+			row = slices.Insert(row, 2, reports.Int(int64(max(p.Config.Replicas, 1))))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	t.Footnotes = []string{
 		"measured: the median of all the configuration's steps; ± round spread: the smallest and largest of its rounds' " +

@@ -12,8 +12,8 @@ import (
 // TestProfileReplicas profiles a sweep over replica counts and checks
 // what a user sees: a record per configuration that names its replicas
 // and holds every job device with its dp-allreduce, the runs table's R
-// column, the samples of a step counted over the replicas, and a clear
-// refusal of a count below one and of a forecast of replicas.
+// column, the samples of a step counted over the replicas, a clear
+// refusal of a count below one, and forecasts of replicas.
 func TestProfileReplicas(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := run(t, "profile", "--model", "mlp", "--width", "0.25", "--batch", "8", "--devices", "1,2", "--replicas", "1,2",
@@ -58,8 +58,17 @@ func TestProfileReplicas(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errOut, "--replicas 0: need at least 1") {
 		t.Errorf("--replicas 0: exit %d, %q; want %d and a message", code, errOut, ExitUsage)
 	}
-	code, _, errOut = run(t, "predict", "--data", filepath.Join(dir, "runs.jsonl"), "--model", "mlp", "--devices", "2")
+	// Forecasts of replicas come from the runs of one replica and their
+	// calibrations; the runs of replicas are not fitted.
+	code, out, errOut = run(t, "predict", "--data", filepath.Join(dir, "runs.jsonl"), "--replicas", "2,3", "--devices", "1,2", "--output", "csv")
 	if code != ExitOK {
-		t.Errorf("predict from data with runs of replicas: exit %d: %s", code, errOut)
+		t.Fatalf("predict --replicas 2,3: exit %d: %s", code, errOut)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 5 || !strings.Contains(lines[0], "replicas") {
+		t.Errorf("predict --replicas 2,3 --devices 1,2: want a header with replicas and 4 rows:\n%s", out)
+	}
+	code, out, _ = run(t, "predict", "--data", filepath.Join(dir, "runs.jsonl"), "--replicas", "2", "--devices", "1")
+	if code != ExitOK || !strings.Contains(out, "from 2 measured runs") {
+		t.Errorf("predict: exit %d, %q; want the 2 runs of one replica counted as fitted", code, out)
 	}
 }
