@@ -33,11 +33,17 @@ type Holding struct {
 	ReplicaParams int64
 }
 
-// holdings returns what each device of prog holds of model cut at
-// bounds.
+// holdings returns what each device of the job of prog holds of model
+// cut at bounds: with R replicas, job device d holds what program device
+// d mod K holds.
 func holdings(model *models.Model, prog *schedule.Program, bounds []int) []Holding {
-	out := make([]Holding, len(prog.Devices))
+	k := len(prog.Devices)
+	out := make([]Holding, prog.Replicas()*k)
 	for d := range out {
+		if d >= k {
+			out[d] = out[d%k]
+			continue
+		}
 		h := &out[d]
 		h.Stages = prog.StagesOf(d)
 		h.Blocks, h.Params = stageBlocks(model, bounds, h.Stages)

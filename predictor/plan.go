@@ -42,6 +42,34 @@ type PlanSpace struct {
 	// Variants are the schedule options to try; each empty list takes
 	// PlanVariants'.
 	Variants schedule.Variants
+	// JobDevices, when positive, is N, the devices of the job: the plan
+	// tries every split of them into R data-parallel replicas of a
+	// K-device pipeline (R·K = N), each replica on Base.Batch/R samples,
+	// so that every configuration trains Base.Batch samples a step and
+	// their steps compare. Base's K is then ignored.
+	JobDevices int
+}
+
+// shape is one split of a job's devices: R replicas of K devices, each
+// replica on batch samples; unsplit when the batch does not split into R
+// replicas equally.
+type shape struct {
+	replicas, devices, batch int
+	unsplit                  bool
+}
+
+// shapes returns the splits of the job's devices a plan tries.
+func (s PlanSpace) shapes() []shape {
+	if s.JobDevices <= 0 {
+		return []shape{{replicas: 1, devices: s.Base.Schedule.Devices, batch: s.Base.Batch}}
+	}
+	var out []shape
+	for r := 1; r <= s.JobDevices; r++ {
+		if s.JobDevices%r == 0 {
+			out = append(out, shape{replicas: r, devices: s.JobDevices / r, batch: s.Base.Batch / r, unsplit: s.Base.Batch%r != 0})
+		}
+	}
+	return out
 }
 
 // PlanSkip counts the configurations of one kind that a plan left out,
@@ -63,37 +91,51 @@ func (s PlanSpace) Configs() ([]config.Config, []PlanSkip, error) {
 	if names == nil {
 		names = schedule.Names()
 	}
-	k := s.Base.Schedule.Devices
 	var out []config.Config
-	skips := map[config.Rule]*PlanSkip{}
-	var order []config.Rule
-	for _, name := range names {
-		if max := (schedule.Options{Name: name}).MaxDevices(); max > 0 && k > max {
-			continue
-		}
-		for _, opts := range s.planOptions(name) {
-			for _, m := range s.Micro {
-				cfg := s.Base
-				cfg.Schedule = opts
-				cfg.Schedule.Devices, cfg.Schedule.Micro = k, m
-				var inv *config.InvalidError
-				switch err := cfg.Validate(); {
-				case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && cfg.Stages() > k ||
-					inv.Rule == config.RulePartition && len(cfg.Bounds) != cfg.Stages()+1):
-					if skips[inv.Rule] == nil {
-						skips[inv.Rule] = &PlanSkip{Reason: planSkipReason(inv.Rule, cfg)}
-						order = append(order, inv.Rule)
+	skips := map[string]*PlanSkip{} // by reason
+	var order []string
+	unsplit := 0
+	for _, sh := range s.shapes() {
+		k := sh.devices
+		for _, name := range names {
+			if max := (schedule.Options{Name: name}).MaxDevices(); max > 0 && k > max {
+				continue
+			}
+			for _, opts := range s.planOptions(name) {
+				for _, m := range s.Micro {
+					if sh.unsplit {
+						unsplit++
+						continue
 					}
-					skips[inv.Rule].Count++
-					continue
-				case err != nil:
-					return nil, nil, err
+					cfg := s.Base
+					cfg.Schedule = opts
+					cfg.Schedule.Devices, cfg.Schedule.Micro, cfg.Schedule.Replicas = k, m, sh.replicas
+					cfg.Batch = sh.batch
+					var inv *config.InvalidError
+					switch err := cfg.Validate(); {
+					case errors.As(err, &inv) && (inv.Rule.Misfit() || inv.Rule == config.RuleStages && (cfg.Stages() > k || s.JobDevices > 0) ||
+						inv.Rule == config.RulePartition && len(cfg.Bounds) != cfg.Stages()+1):
+						// A job's split into a pipeline longer than the
+						// model's blocks is a misfit like interleaved's.
+						why := planSkipReason(inv.Rule, cfg)
+						if skips[why] == nil {
+							skips[why] = &PlanSkip{Reason: why}
+							order = append(order, why)
+						}
+						skips[why].Count++
+						continue
+					case err != nil:
+						return nil, nil, err
+					}
+					out = append(out, cfg.WithDefaults())
 				}
-				out = append(out, cfg.WithDefaults())
 			}
 		}
 	}
 	var notes []PlanSkip
+	if unsplit > 0 {
+		notes = append(notes, PlanSkip{Reason: fmt.Sprintf("replica counts R that batch %d does not split into equally", s.Base.Batch), Count: unsplit})
+	}
 	for _, r := range order {
 		notes = append(notes, *skips[r])
 	}
@@ -113,6 +155,9 @@ func planSkipReason(r config.Rule, cfg config.Config) string {
 	case config.RuleShards:
 		return fmt.Sprintf("coop, whose batch %d does not split into %d equal shards", cfg.Batch, cfg.Schedule.Devices)
 	case config.RuleStages:
+		if cfg.Stages() == cfg.Schedule.Devices {
+			return fmt.Sprintf("pipelines of more devices than %s has blocks", cfg.Model)
+		}
 		return fmt.Sprintf("schedules of several stages a device that cut %s into more stages than its blocks", cfg.Model)
 	case config.RulePartition:
 		return fmt.Sprintf("configurations of other stage counts than the %d of the partition given", len(cfg.Bounds)-1)

@@ -13,6 +13,9 @@ type PlanEntry struct {
 	// "d=1"), "" for none.
 	Schedule, Options string
 	Micro             int
+	// Replicas and Devices are R and K: the plan of a job's devices
+	// (PlanTableOptions.Replicas) splits them into R replicas of K.
+	Replicas, Devices int
 	// PeakBytes is the largest device's peak, PeakDevice that device and
 	// TopCategory the memory category holding the most of it.
 	PeakBytes   int64
@@ -51,6 +54,9 @@ type PlanTableOptions struct {
 	// the memory budget per device.
 	Timed       bool
 	BudgetBytes int64
+	// Replicas shows each entry's R and K: a plan of a job's devices
+	// split every way into replicas of a pipeline.
+	Replicas bool
 	// Footnotes are added after the table's own.
 	Footnotes []string
 }
@@ -69,6 +75,11 @@ func PlanTable(entries []PlanEntry, opts PlanTableOptions) *Table {
 		{Key: "peak_bytes_max", Header: "peak/device", Align: AlignRight},
 		{Key: "peak_device", Header: "device", Show: Machines},
 		{Key: "top_category", Header: "top category", Fold: 4},
+	}
+	if opts.Replicas {
+		cols = slices.Insert(cols, 1,
+			Column{Key: "replicas", Header: "R", Align: AlignRight},
+			Column{Key: "devices", Header: "K", Align: AlignRight})
 	}
 	if opts.Timed {
 		measured := Column{Key: "measured_step_nanos", Header: "measured", Align: AlignRight, Fold: 6}
@@ -111,6 +122,9 @@ func planRow(e PlanEntry, opts PlanTableOptions) []Cell {
 	row := []Cell{String(e.Schedule), options, Int(int64(e.Micro)), partition,
 		Cell{Value: e.MemorySplit, Text: strconv.FormatBool(e.MemorySplit)}, Bytes(e.PeakBytes),
 		Int(int64(e.PeakDevice)), String(e.TopCategory)}
+	if opts.Replicas {
+		row = slices.Insert(row, 1, Int(int64(e.Replicas)), Int(int64(e.Devices)))
+	}
 	if opts.Timed {
 		row = append(row, Cell{Value: e.StepNanos, Text: FormatNanos(e.StepNanos)}, relErrCell(e.StepRelErr),
 			Cell{Value: e.Extrapolated, Text: strconv.FormatBool(e.Extrapolated)}, measuredCell(e),
@@ -255,6 +269,9 @@ func PlanVerdict(entries []PlanEntry, opts PlanTableOptions) string {
 		name := e.Schedule
 		if e.Options != "" {
 			name += " (" + e.Options + ")"
+		}
+		if opts.Replicas {
+			name = fmt.Sprintf("%s, R=%d × K=%d", name, e.Replicas, e.Devices)
 		}
 		if opts.Timed {
 			return fmt.Sprintf("Fastest: %s with M=%d%s, %s a step (%s samples/s, bubble %s), peak %s per device.",

@@ -28,14 +28,17 @@ type PlanOptions struct {
 	Output Format
 	Wide   bool
 
-	Model     string
-	Size      ModelSize
-	Batch     int
-	Devices   int
-	Memory    string // --memory as given; MemoryBytes parsed (0: no budget)
-	Data      []string
-	Schedules []string
-	Micro     []int
+	Model   string
+	Size    ModelSize
+	Batch   int
+	Devices int
+	// JobDevices, when positive, is N, planned every way as R replicas
+	// of K devices (predictor.PlanSpace.JobDevices), in place of Devices.
+	JobDevices int
+	Memory     string // --memory as given; MemoryBytes parsed (0: no budget)
+	Data       []string
+	Schedules  []string
+	Micro      []int
 	// Variants are the schedule options to try.
 	Variants schedule.Variants
 	Threads  int
@@ -119,6 +122,9 @@ bar).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.languageModelSize(cmd.Flags().Changed("width"), cmd.Flags().Changed("seq"))
+			if cmd.Flags().Changed("devices") && cmd.Flags().Changed("job-devices") {
+				return usageErrorf("--devices and --job-devices: give one (--job-devices plans every K that divides it)")
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -139,6 +145,7 @@ bar).`,
 	addSizeFlags(f, &opts.Size)
 	f.IntVar(&opts.Batch, "batch", defaultProfileBatches[0], "mini-batch size B")
 	f.IntVar(&opts.Devices, "devices", defaultProfileDevices[0], "number of devices K")
+	f.IntVar(&opts.JobDevices, "job-devices", 0, "plan N devices every way as R data-parallel replicas of a K-device pipeline (R·K = N), --batch samples a step split over the replicas; in place of --devices")
 	f.StringVar(&opts.Memory, "memory", "", "memory budget per device in bytes (16GiB, 512MiB, 2e9)")
 	f.StringSliceVar(&opts.Data, "data", nil, "runs.jsonl files of measured runs to forecast step times from")
 	f.StringSliceVar(&opts.Schedules, "schedule", nil, "schedules to weigh: "+strings.Join(schedule.Names(), ",")+" (default: all)")
@@ -181,6 +188,8 @@ func (o *PlanOptions) validate() error {
 	switch {
 	case o.Devices < 1:
 		return usageErrorf("--devices %d: need at least 1 device", o.Devices)
+	case o.JobDevices < 0:
+		return usageErrorf("--job-devices %d: need at least 1 device (or 0 to plan --devices)", o.JobDevices)
 	case o.Batch < 1:
 		return usageErrorf("--batch %d: need at least 1 sample", o.Batch)
 	case o.Threads < 0:
@@ -292,7 +301,7 @@ func (o *PlanOptions) base(threads int) config.Config {
 		threads = o.Threads
 	}
 	if threads == 0 {
-		threads = config.DefaultThreads(o.Devices)
+		threads = config.DefaultThreads(max(o.Devices, o.JobDevices))
 	}
 	h := o.Train.Hyper(o.Model)
 	cfg := config.Config{
@@ -351,7 +360,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules, Variants: opts.Variants}
+	space := predictor.PlanSpace{Base: base, Micro: opts.Micro, Schedules: opts.Schedules, Variants: opts.Variants, JobDevices: opts.JobDevices}
 	cfgs, skips, err := space.Configs()
 	if err != nil {
 		return sweepError(err, nil)
@@ -378,7 +387,8 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	}
 	predictor.RankPlan(rows, opts.MemoryBytes)
 	entries := planEntries(rows, costs, recs)
-	topts := reports.PlanTableOptions{Title: planTitle(base, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes}
+	topts := reports.PlanTableOptions{Title: planTitle(base, opts.JobDevices, len(rows), costs != nil), Timed: costs != nil, BudgetBytes: opts.MemoryBytes,
+		Replicas: opts.JobDevices > 0}
 	verdict := reports.PlanVerdict(entries, topts)
 	if opts.SVG != "" {
 		if err := writeAtomically(opts.SVG, func(w io.Writer) error { return reports.WritePlanSVG(w, entries, topts) }); err != nil {
@@ -436,12 +446,16 @@ func planConfigs(rows []predictor.PlanRow) []config.Config {
 }
 
 // planTitle names what was planned.
-func planTitle(base config.Config, n int, timed bool) string {
+func planTitle(base config.Config, jobDevices, n int, timed bool) string {
 	what := "peak memory"
 	if timed {
 		what = "peak memory and forecast step time"
 	}
 	label := reports.ModelLabel(profiler.RunConfig{Model: base.Model, SizeRecord: base.ModelConfig.Record()})
+	if jobDevices > 0 {
+		return fmt.Sprintf("pipecast plan: %s, batch %d a step on %d devices of %d thread(s) as R replicas of K: %d configurations by %s",
+			label, base.Batch, jobDevices, base.Threads, n, what)
+	}
 	return fmt.Sprintf("pipecast plan: %s, batch %d on %d device(s) of %d thread(s): %d configurations by %s",
 		label, base.Batch, base.Schedule.Devices, base.Threads, n, what)
 }
@@ -455,7 +469,7 @@ func planEntries(rows []predictor.PlanRow, costs *predictor.CostModel, recs []pr
 		r := &rows[i]
 		s := r.Config.Schedule
 		peak, dev := r.PeakBytes()
-		e := reports.PlanEntry{Schedule: s.Name, Micro: s.Micro, PeakBytes: peak, PeakDevice: dev,
+		e := reports.PlanEntry{Schedule: s.Name, Micro: s.Micro, Replicas: max(s.Replicas, 1), Devices: s.Devices, PeakBytes: peak, PeakDevice: dev,
 			TopCategory: r.TopCategory().String(), Rank: r.Rank, OverBudget: r.OverBudget}
 		e.Options = s.OptionLabel()
 		e.Partition, e.MemorySplit = config.FormatPartition(config.SizesOf(r.Bounds)), r.MemorySplit
