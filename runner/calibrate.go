@@ -44,7 +44,7 @@ func dpCalibrationReps(bytes int64) int {
 // devices of threads threads each: point-to-point transfers between two
 // devices, and all-gathers and all-to-alls among min(devices, 4) of them
 // (at least 2), and the gradient sum of two data-parallel replicas (the
-// runs' own code, sumReplicas), over a scratch in-process transport. It fits
+// runs' own code, SumReplicas), over a scratch in-process transport. It fits
 // t = latency + bytes/bandwidth to the point-to-point samples. It takes a
 // fraction of a second and leaves no tensor behind.
 func Calibrate(ctx context.Context, backend string, threads, devices int) (*profiler.Calibration, error) {
@@ -93,7 +93,7 @@ func Calibrate(ctx context.Context, backend string, threads, devices int) (*prof
 }
 
 // timeReplicaSum returns the median time of summing bytes of gradients
-// over devs as replicas (sumReplicas, every device at once, each timing
+// over devs as replicas (SumReplicas, every device at once, each timing
 // its own part as a run's dp-allreduce event does; a sample is the mean
 // over the devices), after one untimed repetition that faults the pages
 // in.
@@ -121,7 +121,7 @@ func timeReplicaSum(ctx context.Context, devs []tensor.Device, bytes int64) (int
 			go func() {
 				defer wg.Done()
 				start := tensor.Nanotime()
-				_, errs[r] = sumReplicas(ctx, devs[r], tr.Endpoint(r), tag, grads[r:r+1])
+				_, errs[r] = SumReplicas(ctx, devs[r], tr.Endpoint(r), tag, grads[r:r+1])
 				devs[r].Sync()
 				took[r] = tensor.Nanotime() - start
 			}()

@@ -89,23 +89,23 @@ func Buckets(sizes []int64) [][2]int {
 }
 
 // reduceBucket sums the gradients of params over the replicas
-// (sumReplicas).
+// (SumReplicas).
 func (w *worker) reduceBucket(ctx context.Context, op schedule.Op, bucket int, params []models.NamedParam) (int64, error) {
 	grads := make([]*tensor.Tensor, len(params))
 	for i, p := range params {
 		grads[i] = p.Param.GradFor(w.dev)
 	}
 	tag := comm.Tag{Step: w.step.step, Kind: "dp-gradient", Stage: op.Stage, Micro: bucket}
-	return sumReplicas(ctx, w.dev, w.dp, tag, grads)
+	return SumReplicas(ctx, w.dev, w.dp, tag, grads)
 }
 
-// sumReplicas sums ts over the ranks of ep, the device's replicas, in
-// place: every replica sends each other its tensors as one flat tensor,
+// SumReplicas sums ts over the ranks of ep, the device's replicas, in
+// place, as a DPAllReduce sums a bucket: every replica sends each other its tensors as one flat tensor,
 // receives theirs, and sets its tensors to the sum over the replicas in
 // increasing rank order, so that every replica computes the same float32
 // values. It returns the bytes received. The calibration times it as the
 // runs run it.
-func sumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor) (int64, error) {
+func SumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor) (int64, error) {
 	total := 0
 	for _, t := range ts {
 		total += t.Len()

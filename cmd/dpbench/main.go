@@ -52,6 +52,7 @@ func main() {
 	flag.IntVar(&o.steps, "steps", 5, "measured steps of each run, after one warm-up step")
 	flag.StringVar(&sizes, "sizes", "1,4,16,64", "a stage's gradient sizes to measure, in MiB")
 	flag.Float64Var(&o.bar, "bar", 0.10, "largest relative error of a forecast that passes")
+	compare := flag.Bool("sync", false, "compare the all-reduce with a parameter server instead")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
@@ -64,6 +65,13 @@ func main() {
 	if o.rounds < 1 || o.replicas < 2 || o.threads < 1 || o.steps < 1 || o.bar <= 0 {
 		fmt.Fprintln(os.Stderr, "dpbench: want -rounds ≥ 1, -replicas ≥ 2, -threads ≥ 1, -steps ≥ 1 and -bar > 0")
 		os.Exit(2)
+	}
+	if *compare {
+		if err := compareSync(context.Background(), o, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "dpbench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	pass, err := run(context.Background(), o, os.Stdout)
 	if err != nil {
