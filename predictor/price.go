@@ -126,7 +126,7 @@ func (s *simulation) priceOp(o schedule.Op, bytes int64) (*pricedOp, error) {
 		p.nanos = s.allReduce(o, bytes)
 	case schedule.DPAllReduce:
 		if r := s.prog.Replicas(); r > 1 {
-			p.nanos = s.c.ReplicaSum(bytes/int64(r-1), r)
+			p.nanos = s.c.ReplicaSum(runner.SumBytes(bytes, r), r)
 		}
 	case schedule.Update:
 		// The update steps every stage the device owns, as the fit
@@ -183,10 +183,9 @@ func (s *simulation) priceBlocks(p *pricedOp, o schedule.Op, phase Phase, sample
 // gradients over replicas replicas: its buckets of at most
 // runner.DPBucketBytes, each at the calibration's time of two replicas'
 // sum at its size (interpolated between the sizes it measured; without
-// such samples the dp-allreduce line, which is p2p's), times (2R−1)/3, the sum's passes over a bucket at R
-// replicas (the copy into the snapshot, R−1 receives and R−1 adds: the
-// first reads two parts, each later one the sum and a part) over those
-// at two. One replica sums nothing.
+// such samples the dp-allreduce line, which is p2p's), times the sum's
+// passes over a bucket at R replicas over those at two
+// (runner.SumPasses). One replica sums nothing.
 func (c *CostModel) ReplicaSum(gradBytes int64, replicas int) float64 {
 	if replicas < 2 || gradBytes <= 0 {
 		return 0
@@ -200,7 +199,7 @@ func (c *CostModel) ReplicaSum(gradBytes int64, replicas int) float64 {
 			t += c.Transfer(TransferDPAllReduce, b)
 		}
 	}
-	return t * float64(2*replicas-1) / 3
+	return t * runner.SumPasses(replicas) / runner.SumPasses(2)
 }
 
 // TransferModel returns a cost model of cal's transfers alone, fitted as

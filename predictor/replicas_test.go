@@ -16,7 +16,8 @@ import (
 // replicas' program is one pipeline's plus the gradient sums, so the
 // step of R replicas is one replica's step plus the sum of its last
 // stage, priced from the calibrated line of two replicas' sum at the
-// stage's gradient bytes (per bucket) scaled by (2R−1)/3; the record
+// stage's gradient bytes (per bucket) scaled by the sum's passes at R
+// over those at two (runner.SumPasses); the record
 // holds every job device, each with its sum's event and bytes.
 func TestPredictReplicas(t *testing.T) {
 	c := uniformModel(1e5)
@@ -52,8 +53,8 @@ func TestPredictReplicas(t *testing.T) {
 		if sums != r || bytes <= 0 {
 			t.Fatalf("R=%d: %d dp-allreduce events of %d bytes, want one a device", r, sums, bytes)
 		}
-		g := float64(bytes) / float64(r-1)
-		want := dp.At(g) * float64(2*r-1) / 3
+		g := float64(runner.SumBytes(bytes, r))
+		want := dp.At(g) * runner.SumPasses(r) / runner.SumPasses(2)
 		got := float64(rec.Summary.StepNanosMedian - one.Summary.StepNanosMedian)
 		if math.Abs(got-want) > 2 { // whole nanoseconds
 			t.Errorf("R=%d: the sum adds %.0f ns to the step, want %.0f (%.0f bytes a replica)", r, got, want, g)
@@ -81,7 +82,7 @@ func TestPredictReplicas(t *testing.T) {
 // TestReplicaSumFromCalibration checks how a calibration prices the
 // replicas' sums: at a size it measured, its time; between two sizes,
 // on the line through them; a stage larger than a bucket, bucket by
-// bucket; more replicas, (2R−1)/3 times two's.
+// bucket; more replicas, their passes over two's.
 func TestReplicaSumFromCalibration(t *testing.T) {
 	const mib = 1 << 20
 	cal := &profiler.Calibration{Samples: []profiler.TransferSample{
@@ -111,7 +112,7 @@ func TestReplicaSumFromCalibration(t *testing.T) {
 			t.Errorf("%d bytes: %.0f ns, want %.0f", tc.bytes, got, tc.want)
 		}
 	}
-	if got, want := c.ReplicaSum(4*mib, 4), 2e6*7/3; math.Abs(got-want) > 1e-6*want {
+	if got, want := c.ReplicaSum(4*mib, 4), 2e6*4.5/3; math.Abs(got-want) > 1e-6*want {
 		t.Errorf("4 replicas: %.0f ns, want %.0f", got, want)
 	}
 	if c.ReplicaSum(4*mib, 1) != 0 || at(0) != 0 {

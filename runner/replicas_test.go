@@ -119,8 +119,9 @@ func checkReplicasAlike(t *testing.T, name string, tr *Trainer) {
 }
 
 // TestReplicasRecordTheirSums checks what a run of replicas records: one
-// dp-allreduce event per stage and device, carrying the stage's
-// gradient bytes (R−1 replicas' worth received), and every job device's
+// dp-allreduce event per stage and device, carrying the bytes it
+// received (three replicas: the others' parts of its chunk of the
+// stage's gradients and their summed chunks), and every job device's
 // events under its own index.
 func TestReplicasRecordTheirSums(t *testing.T) {
 	ctx := watch(t, 2*time.Minute)
@@ -145,12 +146,14 @@ func TestReplicasRecordTheirSums(t *testing.T) {
 				continue
 			}
 			sums++
-			var bytes int64
+			n := 0 // the stage's gradients, one bucket
 			for _, p := range models.Params(w.stages[e.Stage]) {
-				bytes += p.Param.Value.Bytes()
+				n += p.Param.Value.Len()
 			}
-			if want := 2 * bytes; e.Bytes != want {
-				t.Errorf("device %d: dp-allreduce of stage %d received %d bytes, want 2 replicas × %d", d, e.Stage, e.Bytes, bytes)
+			const r = 3
+			chunk := (w.replica+1)*n/r - w.replica*n/r
+			if want := int64((r-1)*chunk+n-chunk) * tensor.BytesPerElement; e.Bytes != want {
+				t.Errorf("device %d: dp-allreduce of stage %d received %d bytes, want %d of %d elements", d, e.Stage, e.Bytes, want, n)
 			}
 		}
 		if sums != 1 {

@@ -100,16 +100,76 @@ func (w *worker) reduceBucket(ctx context.Context, op schedule.Op, bucket int, p
 }
 
 // SumReplicas sums ts over the ranks of ep, the device's replicas, in
-// place, as a DPAllReduce sums a bucket: every replica sends each other its tensors as one flat tensor,
-// receives theirs, and sets its tensors to the sum over the replicas in
-// increasing rank order, so that every replica computes the same float32
-// values. It returns the bytes received. The calibration times it as the
-// runs run it.
+// place, as a DPAllReduce sums a bucket, so that every replica ends with
+// the same float32 values, each element the sum over the replicas in
+// increasing rank order ((p0 + p1) + p2 + …). It returns the bytes
+// received (SumReceived). The calibration times it as the runs run it.
+//
+// Two replicas exchange their buckets whole and each adds the other's.
+// From three on, every bucket is cut into R chunks: replica r sums chunk
+// r from the others' (a reduce-scatter) and sends them the sum (an
+// all-gather), so that a replica moves and adds about 3(R−1)/R of the
+// bucket where exchanging whole buckets would move and add 2(R−1) of it
+// (SumPasses): at R = 3 and 4 on two cores a parameter server beat the
+// whole exchange by a third (cmd/dpbench -sync).
 func SumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor) (int64, error) {
 	total := 0
 	for _, t := range ts {
 		total += t.Len()
 	}
+	if R := ep.Size(); R >= 3 && total >= R {
+		return sumScattered(ctx, dev, ep, tag, ts, total)
+	}
+	return sumExchanged(ctx, dev, ep, tag, ts, total)
+}
+
+// SumReceived returns the bytes each replica receives when SumReplicas
+// sums a bucket of bytes over replicas replicas: the others' buckets
+// whole, or from three replicas on, the others' parts of its chunk and
+// the others' summed chunks.
+func SumReceived(bytes int64, replicas int) int64 {
+	switch {
+	case replicas < 2:
+		return 0
+	case replicas < 3:
+		return int64(replicas-1) * bytes
+	}
+	return 2 * int64(replicas-1) * bytes / int64(replicas)
+}
+
+// SumBytes inverts SumReceived: the bucket bytes whose sum over
+// replicas replicas receives received bytes.
+func SumBytes(received int64, replicas int) int64 {
+	switch {
+	case replicas < 2:
+		return 0
+	case replicas < 3:
+		return received / int64(replicas-1)
+	}
+	return received * int64(replicas) / (2 * int64(replicas-1))
+}
+
+// SumPasses returns how many times SumReplicas reads or writes a bucket's
+// bytes on each replica, in units of the bucket (a copy, a receive or an
+// add each one pass over what they touch): the snapshot, R−1 receives
+// and R−1 adds of the whole bucket when exchanging it whole; from three
+// replicas on the snapshot, R−1 receives and adds of a chunk, the copy of
+// its sum, R−1 receives of the others' sums and the copy back.
+func SumPasses(replicas int) float64 {
+	r := float64(replicas)
+	switch {
+	case replicas < 2:
+		return 0
+	case replicas < 3:
+		return 2*r - 1
+	}
+	return 2 + (3*r-2)/r
+}
+
+// sumExchanged is SumReplicas exchanging whole buckets: every replica
+// sends each other its tensors as one flat tensor, receives theirs, and
+// adds them into its tensors in rank order.
+func sumExchanged(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor, total int) (int64, error) {
 	// own is a snapshot apart from the tensors, which the sum overwrites
 	// while an in-process peer may still be copying it.
 	own := dev.Alloc(tensor.Comm, total)
@@ -166,6 +226,91 @@ func SumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag c
 		}
 		off += t.Len()
 	}
+	return received, nil
+}
+
+// sumScattered is SumReplicas by a reduce-scatter and an all-gather:
+// replica r owns chunk r of the flat bucket, [r·n/R, (r+1)·n/R).
+func sumScattered(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Tag, ts []*tensor.Tensor, total int) (int64, error) {
+	R, me := ep.Size(), ep.Rank()
+	lo := func(r int) int { return r * total / R }
+	// own is a snapshot apart from the tensors, whose chunks the peers
+	// copy when they ask (in-process) while this replica writes the sum.
+	own := dev.Alloc(tensor.Comm, total)
+	defer own.Release()
+	eachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	chunk := func(t *tensor.Tensor, r int) *tensor.Tensor { return t.Slice(lo(r), lo(r+1)) }
+	for r := range R {
+		if r != me {
+			c := chunk(own, r)
+			err := ep.Send(ctx, r, tag, c)
+			c.Release()
+			if err != nil {
+				return 0, err
+			}
+		}
+	}
+	// Reduce-scatter: this replica's chunk summed in rank order.
+	n := lo(me+1) - lo(me)
+	acc := dev.Alloc(tensor.Comm, n)
+	defer acc.Release()
+	mine := chunk(own, me)
+	defer mine.Release()
+	var buf *tensor.Tensor
+	defer func() { buf.Release() }()
+	var received int64
+	for r := range R {
+		var part *tensor.Tensor
+		switch {
+		case r == me:
+			part = mine
+		case r == 0:
+			part = acc // the first part lands where the sum grows
+		default:
+			if buf == nil {
+				buf = dev.Alloc(tensor.Comm, n)
+			}
+			part = buf
+		}
+		if r != me {
+			if err := ep.Recv(ctx, r, tag, part); err != nil {
+				return received, err
+			}
+			received += part.Bytes()
+		}
+		switch {
+		case r == 0 && part != acc:
+			dev.Copy(acc, part)
+		case r > 0:
+			dev.Add(acc, acc, part)
+		}
+	}
+	// All-gather: every replica's summed chunk to every other.
+	gathered := comm.Tag{Step: tag.Step, Kind: tag.Kind + "-sum", Stage: tag.Stage, Micro: tag.Micro}
+	for r := range R {
+		if r != me {
+			if err := ep.Send(ctx, r, gathered, acc); err != nil {
+				return received, err
+			}
+		}
+	}
+	sum := dev.Alloc(tensor.Comm, total)
+	defer sum.Release()
+	for r := range R {
+		c := chunk(sum, r)
+		var err error
+		if r == me {
+			dev.Copy(c, acc)
+		} else {
+			err = ep.Recv(ctx, r, gathered, c)
+			received += c.Bytes()
+		}
+		c.Release()
+		if err != nil {
+			return received, err
+		}
+	}
+	eachPart(sum, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
 	return received, nil
 }
 

@@ -113,7 +113,7 @@ func measure(ctx context.Context, cfg config.Config, steps int) (bytes int64, me
 			k := at{e.Step, e.Stage}
 			joined[k] = max(joined[k], e.StartNanos)
 			sums = append(sums, e)
-			bytes = e.Bytes / int64(cfg.Schedule.Replicas-1)
+			bytes = runner.SumBytes(e.Bytes, cfg.Schedule.Replicas)
 		}
 	}
 	var times []float64

@@ -16,8 +16,23 @@ import (
 // all-reduce give every replica the same float32 sums, bit for bit, so
 // that the -sync comparison times the same result two ways.
 func TestSyncsAgree(t *testing.T) {
-	const replicas = 3
-	sizes := []int{5, 1000, 37}
+	for _, c := range []struct {
+		replicas int
+		sizes    []int
+	}{
+		{2, []int{5, 1000, 37}},
+		{3, []int{5, 1000, 37}}, // chunks across the tensors' bounds
+		{4, []int{3, 1042}},
+		{3, []int{2}}, // fewer values than replicas: whole buckets
+	} {
+		syncsAgree(t, c.replicas, c.sizes)
+	}
+}
+
+// syncsAgree checks TestSyncsAgree's claim for replicas replicas of
+// tensors of the given sizes: every sum equal to the float32 sum in rank
+// order, computed here.
+func syncsAgree(t *testing.T, replicas int, sizes []int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	values := make([][][]float32, replicas)
 	for r := range values {
@@ -72,12 +87,17 @@ func TestSyncsAgree(t *testing.T) {
 	}
 	ar, ps := sum(false), sum(true)
 	for r := range replicas {
-		for i := range sizes {
-			if !slices.Equal(ar[r][i], ps[r][i]) || !slices.Equal(ar[r][i], ar[0][i]) {
-				t.Fatalf("replica %d tensor %d: the sums differ", r, i)
+		for i, n := range sizes {
+			want := make([]float32, n)
+			for j := range want {
+				acc := values[0][i][j]
+				for q := 1; q < replicas; q++ {
+					acc += values[q][i][j]
+				}
+				want[j] = acc
 			}
-			if want := values[0][i][0] + values[1][i][0] + values[2][i][0]; ar[r][i][0] != want {
-				t.Fatalf("replica %d tensor %d: sum %v, want %v", r, i, ar[r][i][0], want)
+			if !slices.Equal(ar[r][i], want) || !slices.Equal(ps[r][i], want) {
+				t.Fatalf("R=%d, sizes %v: replica %d tensor %d: the sums differ from the sum in rank order", replicas, sizes, r, i)
 			}
 		}
 	}
