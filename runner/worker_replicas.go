@@ -174,7 +174,7 @@ func sumExchanged(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag 
 	// while an in-process peer may still be copying it.
 	own := dev.Alloc(tensor.Comm, total)
 	defer own.Release()
-	eachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	EachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
 	R, me := ep.Size(), ep.Rank()
 	for r := range R {
 		if r != me {
@@ -238,7 +238,7 @@ func sumScattered(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag 
 	// copy when they ask (in-process) while this replica writes the sum.
 	own := dev.Alloc(tensor.Comm, total)
 	defer own.Release()
-	eachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	EachPart(own, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
 	chunk := func(t *tensor.Tensor, r int) *tensor.Tensor { return t.Slice(lo(r), lo(r+1)) }
 	for r := range R {
 		if r != me {
@@ -310,13 +310,14 @@ func sumScattered(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag 
 			return received, err
 		}
 	}
-	eachPart(sum, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
+	EachPart(sum, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
 	return received, nil
 }
 
-// eachPart calls f with each tensor of ts and the view of flat that
-// holds it, one after another from flat's start.
-func eachPart(flat *tensor.Tensor, ts []*tensor.Tensor, f func(part, t *tensor.Tensor)) {
+// EachPart calls f with each tensor of ts and the view of flat that
+// holds it, one after another from flat's start: the tensors of a
+// bucket as its flat snapshot lays them out.
+func EachPart(flat *tensor.Tensor, ts []*tensor.Tensor, f func(part, t *tensor.Tensor)) {
 	off := 0
 	for _, t := range ts {
 		s := flat.Slice(off, off+t.Len())

@@ -37,7 +37,7 @@ func psSum(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Ta
 	defer flat.Release()
 	R, me := ep.Size(), ep.Rank()
 	if me != 0 {
-		parts(flat, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+		runner.EachPart(flat, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
 		if err := ep.Send(ctx, 0, tag, flat); err != nil {
 			return err
 		}
@@ -46,40 +46,26 @@ func psSum(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag comm.Ta
 		if err := ep.Recv(ctx, 0, comm.Tag{Step: tag.Step, Kind: tag.Kind + "-sum", Stage: tag.Stage, Micro: tag.Micro}, back); err != nil {
 			return err
 		}
-		parts(back, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
+		runner.EachPart(back, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
 		return nil
 	}
 	for r := 1; r < R; r++ {
 		if err := ep.Recv(ctx, r, tag, flat); err != nil {
 			return err
 		}
-		parts(flat, ts, func(part, t *tensor.Tensor) { dev.Add(t, t, part) })
+		runner.EachPart(flat, ts, func(part, t *tensor.Tensor) { dev.Add(t, t, part) })
 	}
 	// The sum goes out as a snapshot: the in-process transport copies
 	// it when the receiver asks.
 	sum := dev.Alloc(tensor.Comm, total)
 	defer sum.Release()
-	parts(sum, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	runner.EachPart(sum, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
 	for r := 1; r < R; r++ {
 		if err := ep.Send(ctx, r, comm.Tag{Step: tag.Step, Kind: tag.Kind + "-sum", Stage: tag.Stage, Micro: tag.Micro}, sum); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// parts calls f with each tensor of ts and the view of flat that holds
-// it, one after another from flat's start.
-func parts(flat *tensor.Tensor, ts []*tensor.Tensor, f func(part, t *tensor.Tensor)) {
-	off := 0
-	for _, t := range ts {
-		s := flat.Slice(off, off+t.Len())
-		v := s.Reshape(t.Shape()...)
-		f(v, t)
-		v.Release()
-		s.Release()
-		off += t.Len()
-	}
 }
 
 // timeSync returns the median over reps of one sum of bytes of gradients
