@@ -8,7 +8,8 @@
 # datasets with this script and commits them in the same change.
 #
 # Usage: scripts/record-datasets.sh [NAME…]
-#   NAME: validation, schedules, vshape, large, straggler, transformer, mpi
+#   NAME: validation, schedules, vshape, large, straggler, transformer,
+#   replicas, mpi
 #   (default: all but mpi when mpirun or the mpi build's libraries are
 #   missing)
 #
@@ -26,6 +27,7 @@ declare -A env=(
 	[large]=PIPECAST_GENERATE_LARGE_VALIDATION
 	[straggler]=PIPECAST_GENERATE_STRAGGLER
 	[transformer]=PIPECAST_GENERATE_TRANSFORMER
+	[replicas]=PIPECAST_GENERATE_REPLICAS
 	[mpi]=PIPECAST_GENERATE_MPI_VALIDATION
 )
 declare -A test=(
@@ -35,6 +37,7 @@ declare -A test=(
 	[large]=TestGenerateLargeDataset
 	[straggler]=TestGenerateStragglerDataset
 	[transformer]=TestGenerateTransformerDataset
+	[replicas]=TestGenerateReplicasDataset
 	[mpi]=TestGenerateMPIValidationDataset
 )
 declare -A file=(
@@ -44,6 +47,7 @@ declare -A file=(
 	[large]=predictor/testdata/large_validation_runs.jsonl
 	[straggler]=predictor/testdata/straggler_runs.jsonl
 	[transformer]=predictor/testdata/transformer_validation_runs.jsonl
+	[replicas]=predictor/testdata/replicas_validation_runs.jsonl
 	[mpi]=predictor/testdata/mpi_validation_runs.jsonl
 )
 
@@ -51,7 +55,7 @@ have_mpi() { command -v mpirun >/dev/null && pkg-config --exists ompi-c 2>/dev/n
 
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-	names=(validation schedules vshape large straggler transformer)
+	names=(validation schedules vshape large straggler transformer replicas)
 	if have_mpi; then
 		names+=(mpi)
 	else
@@ -60,7 +64,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 for n in "${names[@]}"; do
 	if [[ -z "${env[$n]:-}" ]]; then
-		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, vshape, large, straggler, transformer or mpi)" >&2
+		echo "record-datasets: unknown dataset \"$n\" (want validation, schedules, vshape, large, straggler, transformer, replicas or mpi)" >&2
 		exit 2
 	fi
 	if [[ "$n" == mpi ]] && ! have_mpi; then
