@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pipecast/pipecast/config"
@@ -19,12 +20,20 @@ import (
 // without, the table is of one configuration, which title names.
 func planDeviceTable(rows []predictor.PlanRow, model *models.Model, title string, configs bool) *reports.Table {
 	t := &reports.Table{Title: title}
+	// A plan of a job's devices (plan --job-devices) shows each
+	// configuration's split into replicas.
+	replicas := configs && slices.ContainsFunc(rows, func(r predictor.PlanRow) bool { return r.Config.Schedule.Replicas > 1 })
 	if configs {
 		t.Columns = append(t.Columns,
 			reports.Column{Key: "schedule", Header: "schedule"},
 			reports.Column{Key: "options", Header: "options"},
 			reports.Column{Key: "microbatches", Header: "M", Align: reports.AlignRight},
 			reports.Column{Key: "rank", Header: "rank", Align: reports.AlignRight})
+	}
+	if replicas {
+		t.Columns = slices.Insert(t.Columns, 1,
+			reports.Column{Key: "replicas", Header: "R", Align: reports.AlignRight},
+			reports.Column{Key: "devices", Header: "K", Align: reports.AlignRight})
 	}
 	t.Columns = append(t.Columns,
 		reports.Column{Key: "device", Header: "device", Align: reports.AlignRight},
@@ -54,6 +63,9 @@ func planDeviceTable(rows []predictor.PlanRow, model *models.Model, title string
 				rank = reports.Cell{Text: "—"}
 			}
 			lead = []reports.Cell{reports.String(s.Name), options, reports.Int(int64(s.Micro)), rank}
+			if replicas {
+				lead = slices.Insert(lead, 1, reports.Int(int64(max(s.Replicas, 1))), reports.Int(int64(s.Devices)))
+			}
 		}
 		for d, m := range r.Memory {
 			row := append([]reports.Cell(nil), lead...)
@@ -122,6 +134,10 @@ func planDevicesTitle(r *predictor.PlanRow, timed bool) string {
 	if r.MemorySplit {
 		split = " split " + config.FormatPartition(config.SizesOf(r.Bounds)) + " for memory"
 	}
-	return fmt.Sprintf("Devices of %s with M=%d%s, %s: blocks held and peak memory by category",
-		r.Config.Schedule.Label(), r.Config.Schedule.Micro, split, what)
+	shape := ""
+	if s := r.Config.Schedule; s.Replicas > 1 {
+		shape = fmt.Sprintf(", R=%d × K=%d", s.Replicas, s.Devices)
+	}
+	return fmt.Sprintf("Devices of %s%s with M=%d%s, %s: blocks held and peak memory by category",
+		r.Config.Schedule.Label(), shape, r.Config.Schedule.Micro, split, what)
 }

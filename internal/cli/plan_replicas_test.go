@@ -45,6 +45,19 @@ func TestPlanJobDevices(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "R=2 × K=1") && !strings.Contains(out, "R=1 × K=2") {
 		t.Errorf("exit %d, %q: want a verdict naming its R and K; %s", code, out, errOut)
 	}
+	code, out, errOut = run(t, "plan", "--model", "mlp", "--job-devices", "2", "--batch", "8", "--microbatches", "1", "--schedule", "gpipe",
+		"--by-device", "--output", "csv")
+	rows, err = csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != ExitOK || err != nil || !slices.Equal(rows[0][1:3], []string{"replicas", "devices"}) {
+		t.Fatalf("--by-device: exit %d, %v: want R and K columns:\n%s%s", code, err, out, errOut)
+	}
+	perShape := map[string]int{}
+	for _, r := range rows[1:] {
+		perShape[r[1]+"×"+r[2]]++
+	}
+	if len(perShape) != 2 || perShape["1×2"] != perShape["2×1"] || perShape["1×2"]%2 != 0 {
+		t.Errorf("--by-device: rows per R×K %v, want two devices a configuration of R=1 × K=2 and of R=2 × K=1", perShape)
+	}
 	code, _, errOut = run(t, "plan", "--model", "mlp", "--job-devices", "4", "--devices", "2")
 	if code != ExitUsage || !strings.Contains(errOut, "--devices and --job-devices") {
 		t.Errorf("--devices with --job-devices: exit %d, %q; want %d and a message", code, errOut, ExitUsage)
