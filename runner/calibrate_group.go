@@ -13,9 +13,11 @@ import (
 // CalibrateGroup measures the transfer path among the processes of g
 // (at least two), as Calibrate does in one process: point-to-point
 // transfers between ranks 0 and 1 (half of a round trip, so that one
-// clock times it), and all-gathers and all-to-alls among every rank (the
-// slowest rank's time after a barrier), each at the same sizes. Every
-// rank calls it; all return the same calibration.
+// clock times it), all-gathers and all-to-alls among every rank (the
+// slowest rank's time after a barrier), each at the same sizes, and the
+// gradient sum of two data-parallel replicas between ranks 0 and 1 (the
+// runs' own code, SumReplicas, as rank 0 times it) at Calibrate's sizes.
+// Every rank calls it; all return the same calibration.
 func CalibrateGroup(ctx context.Context, g comm.Group, backend string, threads int) (*profiler.Calibration, error) {
 	if g.Size() < 2 {
 		return nil, fmt.Errorf("calibrate: %d process, need at least 2", g.Size())
@@ -41,6 +43,13 @@ func CalibrateGroup(ctx context.Context, g comm.Group, backend string, threads i
 			}
 			cal.Samples = append(cal.Samples, profiler.TransferSample{Kind: kind, Devices: g.Size(), Bytes: b, Nanos: ns})
 		}
+	}
+	for _, b := range dpCalibrationBytes {
+		ns, err := timeGroupReplicaSum(ctx, g, dev, b)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate %s of %d bytes: %w", DPAllReduceKind, b, err)
+		}
+		cal.Samples = append(cal.Samples, profiler.TransferSample{Kind: DPAllReduceKind, Devices: 2, Bytes: b, Nanos: ns})
 	}
 	cal.LatencyNanos, cal.BandwidthBytesPerSecond = fitTransfer(cal.Samples[:len(p2pCalibrationBytes)])
 	// Rank 0's clock timed the point-to-point samples: share its view.
@@ -91,6 +100,44 @@ func timeRoundTrip(ctx context.Context, g comm.Group, dev tensor.Device, bytes i
 		dev.Sync()
 		if rep >= 0 {
 			times = append(times, (tensor.Nanotime()-start)/2)
+		}
+	}
+	return profiler.Median(times), nil
+}
+
+// timeGroupReplicaSum returns, on rank 0, the median time of summing
+// bytes of gradients over ranks 0 and 1 as two replicas (SumReplicas
+// over their subset of g), each repetition starting after a barrier of
+// the two; ranks above 1 take no part.
+func timeGroupReplicaSum(ctx context.Context, g comm.Group, dev tensor.Device, bytes int64) (int64, error) {
+	if g.Rank() > 1 {
+		return 0, nil
+	}
+	ep := comm.SubEndpoint(g, []int{0, 1})
+	grad := dev.Alloc(tensor.Gradients, int(bytes/4))
+	defer grad.Release()
+	out, in := dev.Alloc(tensor.Comm, 1), dev.Alloc(tensor.Comm, 1)
+	defer out.Release()
+	defer in.Release()
+	reps := dpCalibrationReps(bytes)
+	times := make([]int64, 0, reps)
+	for rep := -1; rep < reps; rep++ {
+		// A value each way lines the two up, as a barrier would.
+		ready := comm.Tag{Step: rep, Kind: "calibration-" + DPAllReduceKind + "-ready", Stage: 0, Micro: int(bytes)}
+		if err := ep.Send(ctx, 1-ep.Rank(), ready, out); err != nil {
+			return 0, err
+		}
+		if err := ep.Recv(ctx, 1-ep.Rank(), ready, in); err != nil {
+			return 0, err
+		}
+		tag := comm.Tag{Step: rep, Kind: "calibration-" + DPAllReduceKind, Stage: 0, Micro: int(bytes)}
+		start := tensor.Nanotime()
+		if _, err := SumReplicas(ctx, dev, ep, tag, []*tensor.Tensor{grad}); err != nil {
+			return 0, err
+		}
+		dev.Sync()
+		if rep >= 0 {
+			times = append(times, tensor.Nanotime()-start)
 		}
 	}
 	return profiler.Median(times), nil

@@ -2,10 +2,14 @@ package runner
 
 import (
 	"math"
+	"reflect"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipecast/pipecast/profiler"
+	"github.com/pipecast/pipecast/runner/comm"
 )
 
 // TestCalibrate checks that a calibration has a positive latency and
@@ -103,6 +107,48 @@ func TestFitTransfer(t *testing.T) {
 		}
 		if !(bw > 0) {
 			t.Errorf("%s: bandwidth %g B/s", tc.name, bw)
+		}
+	}
+}
+
+// TestCalibrateGroupSumsReplicas checks that a multi-process calibration
+// (goroutines over the in-process groups, three ranks) times the
+// replicas' sum between ranks 0 and 1 at every size, and that every rank
+// returns rank 0's calibration.
+func TestCalibrateGroupSumsReplicas(t *testing.T) {
+	ctx := watch(t, time.Minute)
+	groups := comm.NewInProcessGroups(3)
+	cals := make([]*profiler.Calibration, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for r, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cals[r], errs[r] = CalibrateGroup(ctx, g, "cpu", 1)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	var sums []int64
+	for _, s := range cals[0].Samples {
+		if s.Kind == DPAllReduceKind {
+			if s.Devices != 2 || s.Nanos <= 0 {
+				t.Errorf("sample %+v: want 2 devices and a positive time", s)
+			}
+			sums = append(sums, s.Bytes)
+		}
+	}
+	if !slices.Equal(sums, dpCalibrationBytes) {
+		t.Errorf("sums of %v bytes, want %v", sums, dpCalibrationBytes)
+	}
+	for r := range cals[1:] {
+		if !reflect.DeepEqual(cals[r+1], cals[0]) {
+			t.Errorf("rank %d's calibration differs from rank 0's", r+1)
 		}
 	}
 }

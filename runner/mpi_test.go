@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,6 +138,9 @@ func mpiEquivalence(t *testing.T, ctx context.Context, w comm.World, cfg config.
 			if rec.Env.Transport != profiler.TransportMPI || !strings.Contains(rec.Env.TransportVersion, "MPI") ||
 				len(rec.Env.Ranks) != cfg.JobDevices() || len(rec.Devices) != cfg.JobDevices() || rec.Env.Calibration == nil {
 				t.Errorf("%s: environment %+v", name, rec.Env)
+			}
+			if sums := slices.IndexFunc(rec.Env.Calibration.Samples, func(s profiler.TransferSample) bool { return s.Kind == DPAllReduceKind && s.Nanos > 0 }); sums < 0 {
+				t.Errorf("%s: the calibration has no replicas' sums: %+v", name, rec.Env.Calibration.Samples)
 			}
 		}
 	}
