@@ -25,6 +25,13 @@ const (
 	// micro-batch size, as torchgpipe's balance_by_time does: measured by
 	// the runner, forecast by the predictor from fitted costs.
 	BalanceTime Balance = "time"
+	// BalanceSpeed is BalanceTime on devices that differ, as HPH
+	// partitions: a stage's block times are multiplied by the slowdown
+	// of the device that runs it (Config.Slowdown: its measured speed,
+	// the straggler's factor), so that slower devices get less work. A
+	// device holding several stages (interleaved, the V schedules) has
+	// each priced on it; on devices alike it is BalanceTime.
+	BalanceSpeed Balance = "speed"
 	// BalanceMemory minimises the largest device's peak memory as
 	// MemoryModel models it: what the first and last stages hold beyond
 	// their layers (1F1B's first stage keeps K micro-batches in flight, a
@@ -41,7 +48,7 @@ const (
 
 // Balances lists every balance, in the order help texts name them.
 func Balances() []Balance {
-	return []Balance{BalanceParams, BalanceMACs, BalanceTime, BalanceMemory, BalanceGiven}
+	return []Balance{BalanceParams, BalanceMACs, BalanceTime, BalanceSpeed, BalanceMemory, BalanceGiven}
 }
 
 // BalanceNames lists the balances' names, in Balances' order.
@@ -54,7 +61,7 @@ func BalanceNames() []string {
 }
 
 // balanceWant names the balances for an error message: "params, macs,
-// time, memory or given".
+// time, speed, memory or given".
 func balanceWant() string {
 	n := BalanceNames()
 	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
@@ -68,13 +75,18 @@ func ParseBalance(s string) (Balance, error) {
 	return "", fmt.Errorf("balance %q: want %s", s, balanceWant())
 }
 
+// Timed reports whether b balances block times measured at the
+// micro-batch size (time, speed): the runner measures them once per
+// workload, the record keeps them, a forecast balances the same.
+func (b Balance) Timed() bool { return b == BalanceTime || b == BalanceSpeed }
+
 // BlockTimes returns each block's time at the configuration's
-// micro-batch size, for BalanceTime: the runner measures them, the
-// predictor prices them from fitted costs.
+// micro-batch size, for BalanceTime and BalanceSpeed: the runner
+// measures them, the predictor prices them from fitted costs.
 type BlockTimes func() ([]float64, error)
 
 // BlockCosts returns the cost b gives each of the blocks: their
-// parameters, their MACs, or times's answer for BalanceTime. The memory
+// parameters, their MACs, or times's answer for a timed balance. The memory
 // balance spreads MACs among its lightest splits, so its block costs are
 // theirs; a given split has none.
 func (b Balance) BlockCosts(blocks []*models.Block, times BlockTimes) ([]float64, error) {
@@ -88,7 +100,7 @@ func (b Balance) BlockCosts(blocks []*models.Block, times BlockTimes) ([]float64
 		for i, blk := range blocks {
 			costs[i] = float64(blk.Cost.MACs)
 		}
-	case BalanceTime:
+	case BalanceTime, BalanceSpeed:
 		if times == nil {
 			return nil, fmt.Errorf("balance %q: no block times to balance", b)
 		}
@@ -128,15 +140,18 @@ func (c Config) Partition(m *models.Model, stages int, times BlockTimes) ([]int,
 		return nil, fmt.Errorf("balance %q: no partition given", c.Balance)
 	case c.Balance == BalanceMemory:
 		return c.memoryPartition(m, stages)
-	case c.Balance == BalanceTime && stages == 1:
+	case c.Balance.Timed() && stages == 1:
 		return []int{0, n}, nil
-	case c.Balance == BalanceTime && c.BalanceTimes != nil:
+	case c.Balance.Timed() && c.BalanceTimes != nil:
 		given := c.BalanceTimes
 		times = func() ([]float64, error) { return slices.Clone(given), nil }
 	}
 	costs, err := c.Balance.BlockCosts(m.Blocks, times)
 	if err != nil {
 		return nil, err
+	}
+	if c.Balance == BalanceSpeed {
+		return c.speedPartition(costs, stages)
 	}
 	return models.Partition(costs, stages)
 }

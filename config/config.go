@@ -27,6 +27,17 @@ type Config struct {
 	// threads of each device.
 	Backend string
 	Threads int
+	// DeviceThreads, when set, gives each of the K pipeline devices its
+	// own worker threads (every replica's device k takes DeviceThreads[k]);
+	// Threads is then their largest, the reference device's. Threads
+	// alike are folded into Threads (WithDefaults).
+	DeviceThreads []int
+	// Speeds, when set, are the K pipeline devices' speeds relative to
+	// a device of Threads threads (0.5: it takes twice as long), which
+	// the runner measures from the model's block times when DeviceThreads
+	// differ and a forecast takes from the cost models of each thread
+	// count. An injected straggler is not in them (see Slowdown).
+	Speeds []float64
 	// Transport is how the devices move data:
 	// profiler.TransportInProcess (the default: devices are goroutines of
 	// one process) or profiler.TransportMPI (one process per device).
@@ -96,6 +107,7 @@ func (c Config) WithDefaults() Config {
 		c.Backend = tensor.CPUBackend
 	}
 	c.Schedule = c.Schedule.WithDefaults()
+	c.normaliseDevices()
 	if c.Threads == 0 {
 		c.Threads = DefaultThreads(c.JobDevices())
 	}
@@ -140,11 +152,10 @@ func (c Config) StepSamples() int { return max(c.Schedule.Replicas, 1) * c.Batch
 // what each device predicts in coop's prediction step.
 func (c Config) ShardSize() int { return c.Batch / max(c.Schedule.Devices, 1) }
 
-// Oversubscribed reports whether the job's R·K devices of T threads ask
-// for more threads than the machine has cores.
+// Oversubscribed reports whether the job's R·K devices' threads are more
+// than the machine has cores.
 func (c Config) Oversubscribed() bool {
-	c = c.WithDefaults()
-	return c.JobDevices()*c.Threads > runtime.NumCPU()
+	return c.WithDefaults().TotalThreads() > runtime.NumCPU()
 }
 
 // String names the configuration briefly, as progress lines and errors

@@ -22,9 +22,11 @@ func (c Config) RecordConfig(sized models.Config, steps, warmup int) profiler.Ru
 	if c.Straggler.Active() {
 		rc.StragglerDevice, rc.StragglerFactor = c.Straggler.Device, c.Straggler.Factor
 	}
-	if c.Balance == BalanceTime {
+	if c.Balance.Timed() {
 		rc.BalanceNanos = nanos(c.BalanceTimes)
 	}
+	rc.DeviceThreads = c.DeviceThreads
+	rc.DeviceSpeeds = c.Speeds
 	return rc
 }
 
@@ -58,8 +60,9 @@ func FromRecord(r *profiler.Record) (Config, error) {
 	if c.StragglerFactor > 1 {
 		cfg.Straggler = Straggler{Device: c.StragglerDevice, Factor: c.StragglerFactor}
 	}
+	cfg.DeviceThreads, cfg.Speeds = c.DeviceThreads, c.DeviceSpeeds
 	cfg.Bounds = r.Bounds()
-	if cfg.Balance == BalanceTime {
+	if cfg.Balance.Timed() {
 		cfg.BalanceTimes = BalanceTimes(c)
 	}
 	return cfg.WithDefaults(), nil

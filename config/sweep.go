@@ -43,8 +43,12 @@ type Sweep struct {
 	// configuration that none has fails the sweep.
 	Partitions [][]int
 	Threads    int // per device; 0: DefaultThreads of the sweep's largest K
-	Backend    string
-	Transport  string // "": in-process
+	// DeviceThreads, when set, are each pipeline device's threads
+	// (Config.DeviceThreads): the sweep's configurations of another K
+	// are skipped with a note.
+	DeviceThreads []int
+	Backend       string
+	Transport     string // "": in-process
 	// Optimizer names the optimizer of every configuration ("":
 	// each model's own, models.OptimizerOf).
 	Optimizer string
@@ -137,6 +141,9 @@ func (s Sweep) Check() error {
 	}
 	if s.Threads < 0 {
 		return &FieldError{Field: "threads", Value: fmt.Sprint(s.Threads), Reason: "need at least 1 (or 0 for the default)"}
+	}
+	if t := s.DeviceThreads; len(t) > 0 && slices.Min(t) < 1 {
+		return &FieldError{Field: "threads", Value: profiler.FormatThreads(t), Reason: "need at least 1 thread a device"}
 	}
 	if t := s.Transport; t != "" && t != profiler.TransportInProcess && t != profiler.TransportMPI {
 		return &FieldError{Field: "transport", Value: fmt.Sprintf("%q", t),
@@ -335,7 +342,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 							opts.Devices, opts.Micro, opts.Replicas = k, m, r
 							cfg := Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
 								Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
-								Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, Schedule: opts,
+								Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, DeviceThreads: s.DeviceThreads, Schedule: opts,
 							}
 							out = append(out, s.partitioned(cfg)...)
 						}

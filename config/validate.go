@@ -16,27 +16,30 @@ type Rule int
 
 // The rules Validate checks, in the order it checks them.
 const (
-	RuleModel     Rule = iota // the model is in the zoo and can be built at its sizes
-	RuleImage                 // the model takes its sizes: an input no smaller, a sequence no longer than it accepts
-	RuleCounts                // batch, devices, micro-batches and threads are positive
-	RuleStages                // no more stages (devices; × virtual stages for interleaved, × 2 for zb-v and dualpipev) than the model has blocks
-	RuleSchedule              // the schedule exists and its options make sense
-	RuleSingle                // single runs on one device
-	RuleMicro                 // the batch splits into M equal micro-batches
-	RuleShards                // coop: the batch splits into K equal shards
-	RuleBalance               // the balance is one the partitioner knows
-	RulePartition             // a partition given (Bounds) has the configuration's stages, each of a block at least, and the model's blocks
-	RuleTransport             // the transport is one the runner knows
-	RuleThreads               // the devices' threads fit what the Go runtime and the system allow
-	RuleInjection             // an injected straggler or failure names a device of the run
-	RuleOptimizer             // the optimizer is one the models know
+	RuleModel      Rule = iota // the model is in the zoo and can be built at its sizes
+	RuleImage                  // the model takes its sizes: an input no smaller, a sequence no longer than it accepts
+	RuleCounts                 // batch, devices, micro-batches and threads are positive
+	RuleStages                 // no more stages (devices; × virtual stages for interleaved, × 2 for zb-v and dualpipev) than the model has blocks
+	RuleSchedule               // the schedule exists and its options make sense
+	RuleSingle                 // single runs on one device
+	RuleMicro                  // the batch splits into M equal micro-batches
+	RuleShards                 // coop: the batch splits into K equal shards
+	RuleBalance                // the balance is one the partitioner knows
+	RulePartition              // a partition given (Bounds) has the configuration's stages, each of a block at least, and the model's blocks
+	RuleTransport              // the transport is one the runner knows
+	RuleThreads                // the devices' threads fit what the Go runtime and the system allow
+	RuleInjection              // an injected straggler or failure names a device of the run
+	RuleOptimizer              // the optimizer is one the models know
+	RuleDeviceList             // a list per device (threads, speeds) has one entry per pipeline device
 )
 
 // Misfit reports whether the rule is one a sweep's combination of values
 // may break without anything being wrong with the values on their own
 // (single at K = 2, a batch that M does not divide): a sweep skips such
 // combinations with a note instead of refusing them.
-func (r Rule) Misfit() bool { return r == RuleSingle || r == RuleMicro || r == RuleShards }
+func (r Rule) Misfit() bool {
+	return r == RuleSingle || r == RuleMicro || r == RuleShards || r == RuleDeviceList
+}
 
 // InvalidError says which rule a configuration breaks, and why.
 type InvalidError struct {
@@ -86,10 +89,17 @@ func (c Config) Validate() error {
 	case c.Threads < 1:
 		return invalid(RuleCounts, "threads", c.Threads, "threads %d: need at least 1", c.Threads)
 	}
-	if n, limit := c.JobDevices()*c.Threads, MaxThreads(); n > limit {
-		return invalid(RuleThreads, "threads", c.Threads,
-			"%d devices of %d threads need %d OS threads, more than the %d a process may run (the Go runtime's limit less room for its own, or the system's)",
-			c.JobDevices(), c.Threads, n, limit)
+	if err := c.checkDevices(); err != nil {
+		return err
+	}
+	if n, limit := c.TotalThreads(), MaxThreads(); n > limit {
+		threads := fmt.Sprint(c.Threads)
+		if len(c.DeviceThreads) > 0 {
+			threads = profiler.FormatThreads(c.DeviceThreads)
+		}
+		return invalid(RuleThreads, "threads", threads,
+			"%d devices of %s threads need %d OS threads, more than the %d a process may run (the Go runtime's limit less room for its own, or the system's)",
+			c.JobDevices(), threads, n, limit)
 	}
 	m, err := describe(c.Model, c.ModelConfig)
 	if err != nil {

@@ -134,7 +134,7 @@ func FitBaseline(recs []profiler.Record) (*Baseline, error) {
 	groups := map[Key][]*profiler.Record{}
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != profiler.KindMeasured || r.Config.StragglerFactor > 1 { // as Fit: a straggler run measures the straggler
+		if r.Kind != profiler.KindMeasured || !r.Config.DevicesAlike() { // as Fit: such a run measures its devices
 			continue
 		}
 		if r.Config.Batch < 1 || r.Config.Micro < 1 || r.Config.Devices < 1 {

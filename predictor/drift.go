@@ -46,7 +46,7 @@ func blockTimes(recs []profiler.Record) map[driftKey][]float64 {
 	out := map[driftKey][]float64{}
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != profiler.KindMeasured || r.Config.StragglerFactor > 1 {
+		if r.Kind != profiler.KindMeasured || !r.Config.DevicesAlike() {
 			continue
 		}
 		k := KeyOf(r)

@@ -244,13 +244,14 @@ func Fit(recs []profiler.Record) (map[Key]*CostModel, error) {
 	return out, nil
 }
 
-// Fitted reports whether Fit fits r: a measured run, without a straggler
-// (a straggler run measures the straggler, not the blocks: forecasts of
-// one scale the fitted costs by its factor) and of one replica (a run of
-// replicas adds their gradient sums, priced from the calibration's
-// instead: ErrReplicas).
+// Fitted reports whether Fit fits r: a measured run, on devices alike
+// (a straggler run measures the straggler, a run of devices of different
+// threads each device, not the blocks on the reference device: forecasts
+// of them scale the fitted costs by each device's slowdown) and of one
+// replica (a run of replicas adds their gradient sums, priced from the
+// calibration's instead: ErrReplicas).
 func Fitted(r *profiler.Record) bool {
-	return r.Kind == profiler.KindMeasured && r.Config.StragglerFactor <= 1 && r.Config.Replicas <= 1
+	return r.Kind == profiler.KindMeasured && r.Config.DevicesAlike() && r.Config.Replicas <= 1
 }
 
 // sameHugePages returns ErrMixedHugePages, naming a record of each

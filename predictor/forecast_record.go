@@ -98,7 +98,7 @@ func (s *simulation) environment() profiler.Environment {
 	}
 	env.Devices = nil
 	for d := range s.prog.Replicas() * len(s.prog.Devices) {
-		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: fmt.Sprintf("%s:%d", env.Backend, d), Threads: s.cfg.Threads})
+		env.Devices = append(env.Devices, profiler.DeviceInfo{Name: fmt.Sprintf("%s:%d", env.Backend, d), Threads: s.cfg.ThreadsOf(d)})
 	}
 	return env
 }

@@ -85,10 +85,11 @@ func (s *simulation) price() error {
 			if err != nil {
 				return fmt.Errorf("device %d: %v: %w", d, o, err)
 			}
-			if st := s.cfg.Straggler; st.Active() && st.Device == d && o.Kind.Computes() {
-				// The straggler computes Factor times as long; its
-				// blocks keep their shares of the op.
-				p.nanos *= st.Factor
+			if o.Kind.Computes() {
+				// A slower device (its speed, the straggler's factor)
+				// computes that many times as long; its blocks keep
+				// their shares of the op.
+				p.nanos *= s.cfg.Slowdown(d)
 			}
 			s.ops[d][keyOf(o)] = p
 		}

@@ -104,6 +104,10 @@ func newSimulation(c *CostModel, cfg config.Config) (*simulation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if len(cfg.DeviceThreads) > 0 && cfg.Speeds == nil {
+		return nil, fmt.Errorf("devices of threads %s: %w (DeviceSpeeds prices them from the runs of each thread count)",
+			profiler.FormatThreads(cfg.DeviceThreads), ErrNoSpeeds)
+	}
 	model, err := models.Describe(cfg.Model, cfg.ModelConfig)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,10 @@
 package profiler
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/pipecast/pipecast/models"
 	"github.com/pipecast/pipecast/schedule"
 )
@@ -211,17 +215,28 @@ type RunConfig struct {
 	// it uses.
 	schedule.RecordOptions
 	Balance string `json:"balance"`
-	// BalanceNanos are the block times a partition by time balanced:
+	// BalanceNanos are the block times a partition by time (or speed)
+	// balanced:
 	// each block's forward and backward at the micro-batch size, in ns,
 	// measured by the runner (the median of repeated passes) once per
 	// workload of a sweep. Absent for other balances and where nothing
 	// was measured (a single stage outside a sweep, older records).
 	BalanceNanos []int64 `json:"balance_nanos,omitempty"`
 	Threads      int     `json:"threads"`
-	Steps        int     `json:"steps"`
-	Warmup       int     `json:"warmup"`
-	Seed         uint64  `json:"seed"`
-	Dataset      string  `json:"dataset"`
+	// DeviceThreads are the pipeline devices' worker threads where they
+	// differ (every replica's device k ran DeviceThreads[k]; Threads is
+	// then the largest), omitted where all ran Threads.
+	DeviceThreads []int `json:"device_threads,omitempty"`
+	// DeviceSpeeds are the pipeline devices' measured speeds relative to
+	// a device of Threads threads: the model's block times at the
+	// micro-batch size on a device of Threads threads over those on the
+	// device's own (0.5: it took twice as long). Omitted where the devices
+	// are alike; an injected straggler is in StragglerFactor, not here.
+	DeviceSpeeds []float64 `json:"device_speeds,omitempty"`
+	Steps        int       `json:"steps"`
+	Warmup       int       `json:"warmup"`
+	Seed         uint64    `json:"seed"`
+	Dataset      string    `json:"dataset"`
 	// OptimizerRecord is the optimizer by name (left out for SGD) and
 	// its hyper-parameters.
 	models.OptimizerRecord
@@ -340,6 +355,56 @@ func (c RunConfig) MicroBatchSize() int { return c.Batch / max(c.Micro, 1) }
 // ShardSize returns B/K, the samples of one shard of the mini-batch:
 // what each device predicts in coop's prediction step.
 func (c RunConfig) ShardSize() int { return c.Batch / max(c.Devices, 1) }
+
+// ThreadsLabel names the devices' threads as profile's --threads takes
+// them: "2", or one per pipeline device where they differ ("2,1").
+func (c RunConfig) ThreadsLabel() string {
+	if len(c.DeviceThreads) == 0 {
+		return strconv.Itoa(c.Threads)
+	}
+	return FormatThreads(c.DeviceThreads)
+}
+
+// FormatThreads is --threads's form of per-device threads: "2,1".
+func FormatThreads(perDevice []int) string {
+	s := make([]string, len(perDevice))
+	for i, n := range perDevice {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// ThreadsSpec names the job's threads as a note on oversubscription
+// does: devices × threads ("4×1"), or replicas × the pipeline's per-
+// device threads ("2×(2,1)", "2,1" for one replica).
+func (c RunConfig) ThreadsSpec() string {
+	if len(c.DeviceThreads) == 0 {
+		return fmt.Sprintf("%d×%d", c.JobDevices(), c.Threads)
+	}
+	if r := max(c.Replicas, 1); r > 1 {
+		return fmt.Sprintf("%d×(%s)", r, c.ThreadsLabel())
+	}
+	return c.ThreadsLabel()
+}
+
+// DevicesAlike reports whether the run's devices computed alike: the
+// same threads and no straggler. A run whose devices differ measured
+// them, not the blocks on one kind of device.
+func (c RunConfig) DevicesAlike() bool {
+	return c.StragglerFactor <= 1 && len(c.DeviceThreads) == 0
+}
+
+// TotalThreads returns the worker threads of all the job's devices.
+func (c RunConfig) TotalThreads() int {
+	if len(c.DeviceThreads) == 0 {
+		return c.JobDevices() * c.Threads
+	}
+	n := 0
+	for _, t := range c.DeviceThreads {
+		n += t
+	}
+	return max(c.Replicas, 1) * n
+}
 
 // Bounds returns the partition as block bounds: stage s held the blocks
 // [Bounds[s], Bounds[s+1]). It is nil for a record without a partition.

@@ -23,7 +23,7 @@ type compareKey struct {
 	size    models.SizeRecord
 	batch   int
 	opts    schedule.RecordOptions
-	threads int
+	threads string // ThreadsLabel: "2", or per device "2,1"
 	backend string
 }
 
@@ -31,7 +31,7 @@ func compareKeyOf(r *profiler.Record) compareKey {
 	c := r.Config
 	return compareKey{
 		model: c.Model, size: c.SizeRecord, batch: c.Batch, opts: c.RecordOptions,
-		threads: c.Threads, backend: r.Env.Backend,
+		threads: c.ThreadsLabel(), backend: r.Env.Backend,
 	}
 }
 
@@ -136,7 +136,7 @@ func compareRow(ra, rb *profiler.Record, only string, shown configShown) []Cell 
 	stepA, stepB, stepRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.StepNanosMedian }, FormatNanos)
 	peakA, peakB, peakRatio := compareSide(ra, rb, func(r *profiler.Record) int64 { return r.Summary.PeakBytesMax }, FormatBytes)
 	return append(configCells(c, "", shown),
-		Int(int64(c.Batch)), Int(int64(c.Threads)),
+		Int(int64(c.Batch)), ThreadsCell(c),
 		String(r.Env.Backend),
 		stepA, stepB, stepRatio, peakA, peakB, peakRatio,
 		onlyCell,

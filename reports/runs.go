@@ -190,12 +190,12 @@ func runsRow(recs []profiler.Record, i int, predicted bool, shown configShown) (
 	mark := ""
 	if r.Oversubscribed {
 		mark = " *"
-		note = fmt.Sprintf("%d×%d threads exceed the %d cores", c.JobDevices(), c.Threads, r.Env.Cores)
+		note = fmt.Sprintf("%s threads exceed the %d cores", c.ThreadsSpec(), r.Env.Cores)
 	}
 	s := r.Summary
 	row = append([]Cell{String(r.ID), String(r.Kind)}, configCells(c, mark, shown)...)
 	row = append(row,
-		Int(int64(c.Batch)), Int(int64(c.Threads)),
+		Int(int64(c.Batch)), ThreadsCell(c),
 		Cell{Value: s.StepNanosMedian, Text: FormatNanos(s.StepNanosMedian)},
 	)
 	if predicted {
@@ -282,4 +282,13 @@ func runsBaseline(recs []profiler.Record, i int) *profiler.Record {
 func runsSameWorkload(a, b profiler.RunConfig) bool {
 	return a.Model == b.Model && a.SizeRecord == b.SizeRecord &&
 		a.Batch == b.Batch && a.Devices == b.Devices && a.Micro == b.Micro && max(a.Replicas, 1) == max(b.Replicas, 1)
+}
+
+// ThreadsCell returns the cell of a run's threads: a count, or where the
+// devices' threads differ their list ("2,1"), a string in machine output.
+func ThreadsCell(c profiler.RunConfig) Cell {
+	if len(c.DeviceThreads) == 0 {
+		return Int(int64(c.Threads))
+	}
+	return String(c.ThreadsLabel())
 }

@@ -65,3 +65,45 @@ func BlockTimes(cfg config.Config) ([]float64, error) {
 	}
 	return costs, nil
 }
+
+// DeviceSpeeds measures the speeds of cfg's pipeline devices where their
+// threads differ (Config.DeviceThreads): each device's speed is the sum
+// of the model's block times (BlockTimes) on a device of cfg.Threads
+// threads, the reference, over their sum on a device of its own threads.
+// ref, when given, are the reference's block times (a partition by
+// time's, measured already); it returns them, measured when not given.
+// Devices alike have no speeds to measure: nil, ref.
+func DeviceSpeeds(cfg config.Config, ref []float64) (speeds, refTimes []float64, err error) {
+	cfg = cfg.WithDefaults()
+	if len(cfg.DeviceThreads) == 0 {
+		return nil, ref, nil
+	}
+	alone := cfg
+	alone.DeviceThreads, alone.Speeds = nil, nil
+	if ref == nil {
+		if ref, err = BlockTimes(alone); err != nil {
+			return nil, nil, err
+		}
+	}
+	total := func(ts []float64) float64 {
+		s := 0.0
+		for _, t := range ts {
+			s += t
+		}
+		return s
+	}
+	byThreads := map[int]float64{cfg.Threads: 1}
+	speeds = make([]float64, len(cfg.DeviceThreads))
+	for k, n := range cfg.DeviceThreads {
+		if _, ok := byThreads[n]; !ok {
+			alone.Threads = n
+			ts, err := BlockTimes(alone)
+			if err != nil {
+				return nil, nil, err
+			}
+			byThreads[n] = total(ref) / total(ts)
+		}
+		speeds[k] = byThreads[n]
+	}
+	return speeds, ref, nil
+}

@@ -67,7 +67,7 @@ func reportSteps(steps []StepResult) []rankStep {
 // that axis, the losses summed. offsets are each rank's clock minus rank
 // 0's (rank 0 only). Other ranks keep their own device's steps.
 func gatherRun(ctx context.Context, g comm.Group, res *Result, offsets []int64) error {
-	rep := rankReport{Info: rankInfo(g, res.Config.Threads), CPUs: processCPUs(), Cores: runtime.NumCPU(), HugePages: res.HugePages,
+	rep := rankReport{Info: rankInfo(g, res.Config.ThreadsOf(g.Rank())), CPUs: processCPUs(), Cores: runtime.NumCPU(), HugePages: res.HugePages,
 		Warmup: reportSteps(res.Warmup), Steps: reportSteps(res.Steps)}
 	if len(res.DeviceNames) > 0 {
 		rep.DeviceName = res.DeviceNames[0]

@@ -57,7 +57,7 @@ func (t *Trainer) place() error {
 		t.transports = append(pipes, joins...)
 	}
 	for _, d := range local {
-		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.Threads})
+		dev, err := tensor.Open(t.cfg.Backend, tensor.Options{Index: d, Threads: t.cfg.ThreadsOf(d)})
 		if err != nil {
 			return err
 		}

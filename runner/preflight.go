@@ -23,7 +23,7 @@ func Preflight(ctx context.Context, cfg config.Config) ([]tensor.MemStats, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Balance == config.BalanceTime {
+	if cfg.Balance.Timed() {
 		cfg.Balance = config.BalanceMACs
 	}
 	devs, err := metaStep(ctx, cfg, RunOptions{Warmup: metaWarmup, Steps: 1, BlockTiming: true})

@@ -56,7 +56,7 @@ func (r *Result) environment() profiler.Environment {
 	}
 	env.TransportVersion, env.Ranks, env.ClockResidualNanos = r.TransportVersion, r.Ranks, r.ClockResidualNanos
 	for i, n := range r.DeviceNames {
-		info := profiler.DeviceInfo{Name: n, Threads: r.Config.Threads}
+		info := profiler.DeviceInfo{Name: n, Threads: r.Config.ThreadsOf(i)}
 		if i < len(r.GPUs) {
 			info.GPU = r.GPUs[i]
 		}

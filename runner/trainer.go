@@ -139,13 +139,14 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	type decided struct {
 		Bounds []int     `json:"bounds"`
 		Times  []float64 `json:"times,omitempty"`
+		Speeds []float64 `json:"speeds,omitempty"`
 	}
 	var msg []byte
 	if t.group.Rank() == 0 {
 		bounds, err := t.partition(stages)
 		if err != nil {
 			msg = []byte("error: " + err.Error())
-		} else if msg, err = json.Marshal(decided{Bounds: bounds, Times: t.cfg.BalanceTimes}); err != nil {
+		} else if msg, err = json.Marshal(decided{Bounds: bounds, Times: t.cfg.BalanceTimes, Speeds: t.cfg.Speeds}); err != nil {
 			return nil, err
 		}
 	}
@@ -160,18 +161,35 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	if err := json.Unmarshal(msg, &d); err != nil {
 		return nil, fmt.Errorf("partition from rank 0: %w", err)
 	}
-	if t.cfg.Bounds == nil && t.cfg.Balance == config.BalanceTime {
+	if t.cfg.Bounds == nil && t.cfg.Balance.Timed() {
 		t.cfg.BalanceTimes = d.Times
 	}
+	t.cfg.Speeds = d.Speeds
 	return d.Bounds, nil
 }
 
 // partition splits the model's blocks into stages: the configured
-// bounds, or the configured balance's costs. By time, those are the
-// configuration's BalanceTimes, or else measured on one device
+// bounds, or the configured balance's costs. By time or speed, those are
+// the configuration's BalanceTimes, or else measured on one device
 // (BlockTimes) and kept in the configuration, so that the run's record
-// names the times that chose its partition.
+// names the times that chose its partition. Devices whose threads differ
+// have their speeds measured first (DeviceSpeeds), unless the
+// configuration holds them, and kept likewise.
 func (t *Trainer) partition(stages int) ([]int, error) {
+	if len(t.cfg.DeviceThreads) > 0 && t.cfg.Speeds == nil {
+		var ref []float64
+		if t.cfg.Balance.Timed() && t.cfg.Bounds == nil {
+			ref = t.cfg.BalanceTimes
+		}
+		speeds, ref, err := DeviceSpeeds(t.cfg, ref)
+		if err != nil {
+			return nil, fmt.Errorf("device speeds: %w", err)
+		}
+		t.cfg.Speeds = speeds
+		if t.cfg.Balance.Timed() && t.cfg.Bounds == nil {
+			t.cfg.BalanceTimes = ref
+		}
+	}
 	return t.cfg.Partition(t.model, stages, func() ([]float64, error) {
 		costs, err := BlockTimes(t.cfg)
 		if err != nil {

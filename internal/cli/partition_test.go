@@ -34,7 +34,7 @@ func TestPartitionUsageErrors(t *testing.T) {
 		{"profile: a balance besides", with(profile, "--partition", "1,2", "--balance", "macs"),
 			"--balance macs: --partition 1,2 gives the split"},
 		{"profile: given without a partition", with(profile, "--balance", "given"), "--balance given: no partition given"},
-		{"profile: unknown balance", with(profile, "--balance", "flops"), `--balance "flops": unknown balance (want params, macs, time, memory or given)`},
+		{"profile: unknown balance", with(profile, "--balance", "flops"), `--balance "flops": unknown balance (want params, macs, time, speed, memory or given)`},
 		{"predict: stages not K", with(predict, "--partition", "1,1,1"), "--partition 1,1,1: 3 stages, but"},
 		{"predict: a stage of no blocks", with(predict, "--partition", "0,3"), `--partition "0,3": a stage of 0 blocks`},
 		{"predict: blocks not the model's", with(predict, "--partition", "1,1"), "--partition 1,1: 2 blocks, but mlp has 3"},

@@ -41,6 +41,10 @@ type PredictOptions struct {
 
 	// StragglerFlag is --straggler DEVICE:FACTOR, parsed into the sweep.
 	StragglerFlag string
+	// ThreadsFlag is --threads, one count or one per device ("2,1"),
+	// parsed into the sweep's Threads (the largest: the reference's, the
+	// data it selects) and DeviceThreads.
+	ThreadsFlag string
 	// PartitionFlags are the --partition values, parsed into the sweep's
 	// Partitions (the data's where none is given).
 	PartitionFlags []string
@@ -160,7 +164,7 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	addPartitionFlag(f, &opts.PartitionFlags)
 	f.Lookup("partition").Usage += " (default: the data's, where its runs were given theirs)"
 
-	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's)")
+	f.StringVar(&opts.ThreadsFlag, "threads", "", "worker threads per device, or one count per device (2,1: devices that differ, each priced from runs at its threads; default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: forecast runs whose device DEVICE computes FACTOR times as slowly (profile --straggler)")
 	f.StringVar(&opts.Transport, "transport", "", "transport the forecasts are of, inprocess or mpi: data of that transport only (default: the data's)")
@@ -225,10 +229,18 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 			return usageErrorf("--%s: empty list", name)
 		}
 	}
+	var err error
+	if o.ThreadsFlag != "" {
+		if o.Threads, o.DeviceThreads, err = config.ParseThreads(o.ThreadsFlag); err != nil {
+			return &UsageError{Err: fmt.Errorf("--%w", err)}
+		}
+		if len(o.DeviceThreads) > 0 {
+			o.Threads = slices.Max(o.DeviceThreads)
+		}
+	}
 	if o.Threads < 0 {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the data's)", o.Threads)
 	}
-	var err error
 	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
 	}
@@ -295,6 +307,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	if o.Threads != 0 {
 		s.Threads = o.Threads
 	}
+	s.DeviceThreads = o.DeviceThreads
 	if o.Backend != "" {
 		s.Backend = o.Backend
 	}
@@ -402,6 +415,9 @@ func forecast(ctx context.Context, opts *PredictOptions) (*forecasts, error) {
 			}
 		}
 		for _, cfg := range cfgs {
+			if cfg.Speeds, err = predictor.DeviceSpeeds(fits, cfg); err != nil {
+				return nil, &InputError{Err: fmt.Errorf("--threads %s: %w", opts.ThreadsFlag, err)}
+			}
 			rec, err := predictor.Predict(ctx, fits[key], cfg)
 			if err != nil {
 				return nil, fmt.Errorf("predict %s: %w", cfg, err)

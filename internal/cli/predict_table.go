@@ -38,9 +38,9 @@ func predictFootnotes(preds []profiler.Record, keys []predictor.Key, recs []prof
 	cores := 0
 	for _, p := range preds {
 		c := p.Config
-		if n := p.Env.Cores; n > 0 && c.JobDevices()*c.Threads > n {
+		if n := p.Env.Cores; n > 0 && c.TotalThreads() > n {
 			cores = n
-			if s := fmt.Sprintf("%d×%d", c.JobDevices(), c.Threads); !slices.Contains(over, s) {
+			if s := c.ThreadsSpec(); !slices.Contains(over, s) {
 				over = append(over, s)
 			}
 		}

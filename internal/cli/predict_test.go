@@ -75,7 +75,7 @@ func TestNewCmdPredictFlags(t *testing.T) {
 				Threads:      1,
 				Backend:      "cpu",
 				SizeVariants: models.SizeVariants{Images: []int{32}, Classes: []int{10}, Widths: []float64{0.25, 0.5}},
-			}, Out: "dir", Trace: "t.json", Pprof: "p.pb.gz", SVG: "s.svg", Holdout: "devices", Seed: 1}},
+			}, Out: "dir", Trace: "t.json", Pprof: "p.pb.gz", SVG: "s.svg", ThreadsFlag: "1", Holdout: "devices", Seed: 1}},
 		{name: "a backend this build lacks", args: []string{"--data", "a.jsonl", "--backend", "cuda"},
 			want: PredictOptions{Output: FormatTable, Data: []string{"a.jsonl"}, Sweep: config.Sweep{Backend: "cuda"}, Holdout: "devices", Seed: 1}},
 		{name: "validate", args: []string{"--data", "a.jsonl", "--validate", "--holdout", "random", "--seed", "7", "--svg", "v.svg"},

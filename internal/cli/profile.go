@@ -49,6 +49,9 @@ type ProfileOptions struct {
 	// StragglerFlag and FailFlag are --straggler DEVICE:FACTOR and --fail
 	// DEVICE:STEP, parsed into the sweep by validate.
 	StragglerFlag, FailFlag string
+	// ThreadsFlag is --threads, one count or one per device ("2,1"),
+	// parsed into the sweep's Threads or DeviceThreads by validate.
+	ThreadsFlag string
 	// PartitionFlags are the --partition values, parsed into the sweep's
 	// Partitions by validate; BalanceSet says whether --balance was given.
 	PartitionFlags []string
@@ -123,7 +126,11 @@ micro-batches. Pass --image 224 --width 1 for torchvision's sizes.
 --threads is the worker threads of every device, fixed for the whole
 sweep; by default the cores divided by the largest K of the sweep. Runs
 whose devices need more threads than the machine has cores are marked as
-oversubscribed.
+oversubscribed. --threads 2,1 gives each pipeline device its own (every
+replica's device k the k-th; configurations of another K are skipped):
+devices that differ. The runner measures their speeds from the model's
+block times on each thread count and records them; --balance speed gives
+slower devices less work, as does a straggler's factor (--straggler).
 
 With --out DIR each run's record is appended to DIR/runs.jsonl as soon as
 the run ends, so an interrupted sweep keeps the runs it finished; pipecast
@@ -173,7 +180,7 @@ no file is written.`,
 	addBalanceFlag(cmd, &opts.Balance, config.BalanceTime, " (time: each block's forward and backward measured on one device at the micro-batch size; "+
 		"memory: the split whose largest device's modelled peak is lowest; given: --partition's)")
 	addPartitionFlag(f, &opts.PartitionFlags)
-	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (0: the cores divided by the sweep's largest K, at least 1)")
+	f.StringVar(&opts.ThreadsFlag, "threads", "", "worker threads per device, or one count per device (2,1: devices that differ; 0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
 	f.IntVar(&opts.Rounds, "rounds", defaultRounds, "run the sweep this many times, every configuration once a round, each round in a fresh order, so that the machine's slow spells fall on every configuration alike; a configuration's rounds share one partition, and its point is their median")
 	f.IntVar(&opts.Warmup, "warmup", 1, "warm-up steps per run, run first and not measured")
@@ -205,6 +212,11 @@ func (o *ProfileOptions) validate() error {
 	}
 	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
+	}
+	if o.ThreadsFlag != "" {
+		if o.Threads, o.DeviceThreads, err = config.ParseThreads(o.ThreadsFlag); err != nil {
+			return &UsageError{Err: fmt.Errorf("--%w", err)}
+		}
 	}
 	if o.Fail, err = config.ParseFailAt(o.FailFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
@@ -328,11 +340,20 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 	// The root process measures a workload's block times; in a run of
 	// one process per device rank 0 (the root) partitions and tells the
 	// others.
-	measure := func(c config.Config) ([]float64, error) {
-		if !sr.root() {
-			return nil, nil
-		}
-		return runner.BlockTimes(c)
+	measure := measurer{
+		times: func(c config.Config) ([]float64, error) {
+			if !sr.root() {
+				return nil, nil
+			}
+			return runner.BlockTimes(c)
+		},
+		speeds: func(c config.Config) ([]float64, error) {
+			if !sr.root() {
+				return nil, nil
+			}
+			s, _, err := runner.DeviceSpeeds(c, c.BalanceTimes)
+			return s, err
+		},
 	}
 	for i, run := range runs {
 		goOn, err := sr.proceed(runCtx, ctx.Err() == nil)

@@ -64,7 +64,7 @@ func timesKey(c config.Config) string {
 
 // needsTimes reports whether c balances by times it does not hold.
 func needsTimes(c config.Config) bool {
-	return c.Balance == config.BalanceTime && c.Bounds == nil && c.BalanceTimes == nil
+	return c.Balance.Timed() && c.Bounds == nil && c.BalanceTimes == nil
 }
 
 // sharing returns the workloads of cfgs that some multi-stage
@@ -80,9 +80,44 @@ func sharing(cfgs []config.Config) map[string]bool {
 	return out
 }
 
-// apply returns c with its workload's block times, measuring them with
-// measure first if the workload needs them and has none yet.
-func (b balanceTimes) apply(c config.Config, shared map[string]bool, measure func(config.Config) ([]float64, error)) (config.Config, error) {
+// speedsKey identifies the runs whose devices' speeds are the same
+// measurement: the workload of timesKey on the same per-device threads.
+// Its entry in balanceTimes holds the speeds.
+func speedsKey(c config.Config) string {
+	return timesKey(c) + " speeds of threads " + profiler.FormatThreads(c.DeviceThreads)
+}
+
+// measurer measures what a sweep's runs share: a workload's block times
+// and, for devices whose threads differ, their speeds (the workload's
+// block times, when measured, being the reference's).
+type measurer struct {
+	times  func(config.Config) ([]float64, error)
+	speeds func(config.Config) ([]float64, error)
+}
+
+// apply returns c with its workload's block times and its devices'
+// speeds, measuring them first if the workload needs them and has none
+// yet.
+func (b balanceTimes) apply(c config.Config, shared map[string]bool, m measurer) (config.Config, error) {
+	c, err := b.applyTimes(c, shared, m.times)
+	if err != nil || len(c.DeviceThreads) == 0 || c.Speeds != nil {
+		return c, err
+	}
+	k := speedsKey(c)
+	if b[k] == nil {
+		s, err := m.speeds(c)
+		if err != nil {
+			return c, fmt.Errorf("device speeds: %w", err)
+		}
+		b[k] = s
+	}
+	c.Speeds = slices.Clone(b[k])
+	return c, nil
+}
+
+// applyTimes returns c with its workload's block times, measuring them
+// with measure first if the workload needs them and has none yet.
+func (b balanceTimes) applyTimes(c config.Config, shared map[string]bool, measure func(config.Config) ([]float64, error)) (config.Config, error) {
 	if !needsTimes(c) {
 		return c, nil
 	}
@@ -103,11 +138,14 @@ func (b balanceTimes) apply(c config.Config, shared map[string]bool, measure fun
 // its first runs did.
 func (b balanceTimes) keep(r *profiler.Record) {
 	cfg, err := config.FromRecord(r)
-	if err != nil || cfg.BalanceTimes == nil {
+	if err != nil {
 		return
 	}
-	if k := timesKey(cfg); b[k] == nil {
+	if k := timesKey(cfg); b[k] == nil && cfg.BalanceTimes != nil {
 		b[k] = cfg.BalanceTimes
+	}
+	if k := speedsKey(cfg); b[k] == nil && cfg.Speeds != nil && cfg.DeviceThreads != nil {
+		b[k] = cfg.Speeds
 	}
 }
 
