@@ -47,8 +47,12 @@ type Sweep struct {
 	// (Config.DeviceThreads): the sweep's configurations of another K
 	// are skipped with a note.
 	DeviceThreads []int
-	Backend       string
-	Transport     string // "": in-process
+	// Speeds, when set, are each pipeline device's speed
+	// (Config.Speeds), for forecasts of devices whose speeds are known;
+	// the sweep's configurations of another K are skipped with a note.
+	Speeds    []float64
+	Backend   string
+	Transport string // "": in-process
 	// Optimizer names the optimizer of every configuration ("":
 	// each model's own, models.OptimizerOf).
 	Optimizer string
@@ -342,7 +346,7 @@ func (s Sweep) combinations(model string, mc models.Config) []Config {
 							opts.Devices, opts.Micro, opts.Replicas = k, m, r
 							cfg := Config{Optimizer: s.Optimizer, SGD: h.SGD, AdamW: h.AdamW, Straggler: s.Straggler, Fail: s.Fail,
 								Model: model, ModelConfig: mc, Batch: b, Balance: s.Balance, Backend: s.Backend, Transport: s.Transport,
-								Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, DeviceThreads: s.DeviceThreads, Schedule: opts,
+								Dataset: s.Dataset, Seed: s.Seed, Threads: s.Threads, DeviceThreads: s.DeviceThreads, Speeds: s.Speeds, Schedule: opts,
 							}
 							out = append(out, s.partitioned(cfg)...)
 						}

@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
@@ -106,4 +110,84 @@ func DeviceSpeeds(cfg config.Config, ref []float64) (speeds, refTimes []float64,
 		speeds[k] = byThreads[n]
 	}
 	return speeds, ref, nil
+}
+
+// rankSpeeds measures, in a run of one process per device, each device's
+// speed on its own host, where the devices may differ (their threads
+// differ, or the balance is by speed: ranks on different hosts need not
+// compute alike) and the configuration holds no speeds. The ranks
+// measure the model's block times (BlockTimes, with their own threads)
+// one after another, so that none slows another's, and rank 0 gathers
+// them: the reference is the first rank of the most threads, whose block
+// times a partition by time balances where none are given, and each
+// pipeline device's speed is the reference's total over its own, the
+// slowest of its replicas'. Rank 0 decides, for every rank, whether to
+// measure: its configuration may hold the speeds of the workload's
+// earlier runs.
+func (t *Trainer) rankSpeeds() error {
+	ctx := context.Background()
+	g, c := t.group, t.cfg
+	need := []byte{0}
+	if g.Rank() == 0 && c.Speeds == nil && c.JobDevices() > 1 &&
+		(len(c.DeviceThreads) > 0 || c.Balance == config.BalanceSpeed) {
+		need[0] = 1
+	}
+	need, err := g.Broadcast(ctx, 0, need)
+	if err != nil || len(need) != 1 || need[0] == 0 {
+		return err
+	}
+	var mine []byte
+	for r := range g.Size() {
+		if r == g.Rank() {
+			alone := c
+			alone.Threads, alone.DeviceThreads, alone.Speeds = c.ThreadsOf(r), nil, nil
+			times, err := BlockTimes(alone)
+			if err == nil {
+				mine, err = json.Marshal(times)
+			}
+			if err != nil {
+				mine = []byte("error: " + err.Error())
+			}
+		}
+		if err := g.Barrier(ctx); err != nil {
+			return err
+		}
+	}
+	all, err := g.Gather(ctx, 0, mine)
+	if err != nil || g.Rank() != 0 {
+		return err
+	}
+	times := make([][]float64, len(all))
+	ref := -1
+	for r, msg := range all {
+		if text, failed := strings.CutPrefix(string(msg), "error: "); failed {
+			return fmt.Errorf("rank %d: %s", r, text)
+		}
+		if err := json.Unmarshal(msg, &times[r]); err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		if ref < 0 && c.ThreadsOf(r) == c.Threads {
+			ref = r
+		}
+	}
+	total := func(ts []float64) float64 {
+		s := 0.0
+		for _, x := range ts {
+			s += x
+		}
+		return s
+	}
+	k := max(c.Schedule.Devices, 1)
+	speeds := make([]float64, k)
+	for r, ts := range times {
+		s := total(times[ref]) / total(ts)
+		if r < k || s < speeds[r%k] {
+			speeds[r%k] = s
+		}
+	}
+	t.cfg.Speeds = speeds
+	if c.Balance.Timed() && c.Bounds == nil && c.BalanceTimes == nil {
+		t.cfg.BalanceTimes = times[ref]
+	}
+	return nil
 }

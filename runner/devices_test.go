@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipecast/pipecast/config"
 	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/runner/comm"
 	"github.com/pipecast/pipecast/schedule"
 )
 
@@ -74,5 +75,28 @@ func TestDeviceSpeedsGiven(t *testing.T) {
 	}
 	if s, tm := bySpeed.Partition(), byTime.Partition(); s[1] >= tm[1] {
 		t.Errorf("device 0 at a quarter speed holds blocks [0, %d) by speed, [0, %d) by time; want fewer by speed", s[1], tm[1])
+	}
+}
+
+// TestRankSpeeds runs devices of different threads as one process per
+// device (goroutines over the in-process transport's groups, standing in
+// for ranks on hosts of their own): each rank measures its own speed,
+// rank 0 gathers them (its own, the reference's, exactly 1), and every
+// rank trains on rank 0's partition by speed.
+func TestRankSpeeds(t *testing.T) {
+	ctx := watch(t, 2*time.Minute)
+	cfg := config.Config{Model: "mlp", ModelConfig: models.Config{Width: 0.25}, Batch: 8, Seed: 3,
+		Schedule: schedule.Options{Name: schedule.OneF1B, Devices: 2, Micro: 2}, DeviceThreads: []int{2, 1}, Balance: config.BalanceSpeed}
+	res, err := runGroups(ctx, cfg, RunOptions{Steps: 1}, comm.NewInProcessGroups(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res[0].Record()
+	s := rec.Config.DeviceSpeeds
+	if len(s) != 2 || s[0] != 1 || !(s[1] > 0) || len(rec.Config.BalanceNanos) == 0 {
+		t.Errorf("rank 0's record: speeds %v, balance times %v; want two speeds from 1 and the reference's block times", s, rec.Config.BalanceNanos)
+	}
+	if d := rec.Env.Devices; len(d) != 2 || d[0].Threads != 2 || d[1].Threads != 1 {
+		t.Errorf("record's devices %+v, want of 2 and 1 threads", d)
 	}
 }

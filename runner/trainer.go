@@ -136,6 +136,9 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	if t.group == nil {
 		return t.partition(stages)
 	}
+	if err := t.rankSpeeds(); err != nil {
+		return nil, fmt.Errorf("device speeds: %w", err)
+	}
 	type decided struct {
 		Bounds []int     `json:"bounds"`
 		Times  []float64 `json:"times,omitempty"`

@@ -23,7 +23,18 @@
 # M), forecast from the same K = 1 records of one replica and their
 # calibration of the replicas' gradient sums.
 #
-# Usage: scripts/forecast-live.sh [--quick] [--replicas] [OUTDIR]
+# With --straggler the second sweep runs on devices that differ: K = 2
+# with device 1 computing twice as slowly (profile --straggler 1:2), its
+# partition balanced by speed (--balance speed: device 1 gets about a
+# third of the work), forecast from the same K = 1 records; a third
+# sweep, taking its turn in every round, runs the same configurations
+# balanced by time, as if the devices were alike, and the summary gives
+# the step of each configuration by speed over by time: measured
+# (medians of the rounds) and forecast from the K = 1 records (pipecast
+# predict --straggler 1:2, each balance partitioning as the predictor
+# does).
+#
+# Usage: scripts/forecast-live.sh [--quick] [--replicas|--straggler] [OUTDIR]
 #   OUTDIR keeps the records (default a new temporary directory); a
 #   second call with the same OUTDIR and settings reuses them (profile
 #   --resume runs only what is missing) and prints again.
@@ -41,17 +52,19 @@ cd "$(dirname "$0")/.."
 source scripts/runs_origin.sh
 
 usage() {
-	echo "forecast-live.sh: $1 (usage: scripts/forecast-live.sh [--quick] [--replicas] [OUTDIR])" >&2
+	echo "forecast-live.sh: $1 (usage: scripts/forecast-live.sh [--quick] [--replicas|--straggler] [OUTDIR])" >&2
 	exit 2
 }
 
 quick=0
 replicas=0
+straggler=0
 dir=""
 for arg in "$@"; do
 	case "$arg" in
 	--quick) quick=1 ;;
 	--replicas) replicas=1 ;;
+	--straggler) straggler=1 ;;
 	-*) usage "unknown option $arg" ;;
 	*)
 		[[ -z "$dir" ]] || usage "one OUTDIR at most, got $dir and $arg"
@@ -60,6 +73,7 @@ for arg in "$@"; do
 	esac
 done
 
+((replicas + straggler < 2)) || usage "--replicas and --straggler: one at a time"
 rounds=${ROUNDS:-5}
 steps=${STEPS:-5}
 warmup=2
@@ -98,6 +112,9 @@ settings="quick=$quick rounds=$rounds steps=$steps warmup=$warmup"
 if ((replicas)); then
 	settings+=" replicas"
 fi
+if ((straggler)); then
+	settings+=" straggler"
+fi
 if [[ -f "$dir/settings" && "$(cat "$dir/settings")" != "$settings" ]]; then
 	usage "$dir holds records measured with $(cat "$dir/settings"), not $settings; give another OUTDIR"
 fi
@@ -108,20 +125,58 @@ trap 'rm -rf "$bin"' EXIT
 pc="$bin/pipecast"
 go build -o "$pc" ./cmd/pipecast
 
-# sweep MODEL K MICRO SCHEDULES ROUND [R]: records the sweep's rounds up
-# to ROUND into $dir/MODEL/kK, or with R replicas $dir/MODEL/rRkK
-# (profile --resume runs only those missing).
+# sweep MODEL K MICRO SCHEDULES ROUND [R [SLOW]]: records the sweep's
+# rounds up to ROUND into $dir/MODEL/kK, with R replicas $dir/MODEL/rRkK,
+# with SLOW (time or speed) device 1 a straggler of factor 2 balanced by
+# SLOW into $dir/MODEL/kK-slow-SLOW (profile --resume runs only those
+# missing).
 sweep() {
-	local r=${6:-1} out="$dir/$1/k$2"
+	local r=${6:-1} slow=${7:-} out="$dir/$1/k$2"
+	local more=()
 	if ((r > 1)); then
 		out="$dir/$1/r${r}k$2"
 	fi
-	echo "forecast-live: $1 R = $r, K = $2, M = $3, $4: round $5 of $rounds (records in $out)" >&2
+	if [[ -n "$slow" ]]; then
+		out="$dir/$1/k$2-slow-$slow"
+		more=(--straggler 1:2 --balance "$slow")
+	fi
+	echo "forecast-live: $1 R = $r, K = $2, M = $3, $4${slow:+, straggler 1:2 by $slow}: round $5 of $rounds (records in $out)" >&2
 	# shellcheck disable=SC2086 # the sizes split on spaces
 	"$pc" profile --model "$1" ${sizes[$1]} --batch 16 --threads 1 \
 		--devices "$2" --replicas "$r" --microbatches "$3" --schedule "$4" \
-		--rounds "$5" --steps "$steps" --warmup "$warmup" \
+		--rounds "$5" --steps "$steps" --warmup "$warmup" "${more[@]}" \
 		--out "$out" --resume --output csv >/dev/null
+}
+
+# ratios A B: for each configuration (schedule, M) of the report of
+# dataset B, its median step over the same configuration's in A.
+ratios() {
+	"$pc" report "$1" --output csv >"$dir/a.csv"
+	"$pc" report "$2" --output csv >"$dir/b.csv"
+	ratio_columns
+}
+
+# forecast_ratios MODEL: ratios of the forecasts of the straggler sweep
+# by speed over by time, from the K = 1 records.
+forecast_ratios() {
+	local b
+	for b in time speed; do
+		"$pc" predict --data "$dir/$1/k1/runs.jsonl" --devices 2 --microbatches "$k2_micro" \
+			--schedule "gpipe,coop,1f1b${extra[$1]}" --straggler 1:2 --balance "$b" --output csv >"$dir/$b.csv"
+	done
+	mv "$dir/time.csv" "$dir/a.csv"
+	mv "$dir/speed.csv" "$dir/b.csv"
+	ratio_columns
+}
+
+# ratio_columns joins $dir/a.csv and $dir/b.csv on schedule and M.
+ratio_columns() {
+	awk -F, '
+		FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		{ key = $col["schedule"] " M=" $col["microbatches"] }
+		FILENAME ~ /a.csv$/ { a[key] = $col["step_nanos_median"]; next }
+		key in a { printf "%s%s %.2f×", sep, key, $col["step_nanos_median"] / a[key]; sep = ", " }
+		END { print "" }' "$dir/a.csv" "$dir/b.csv"
 }
 
 status=0
@@ -135,6 +190,9 @@ for model in "${workloads[@]}"; do
 		sweep "$model" 1 "${k1_micro[$model]}" "single,gpipe,coop,1f1b${extra[$model]}" "$r"
 		if ((replicas)); then
 			sweep "$model" 1 "${k1_micro[$model]}" "single,gpipe,coop,1f1b${extra[$model]}" "$r" 2
+		elif ((straggler)); then
+			sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r" 1 speed
+			sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r" 1 time
 		else
 			sweep "$model" 2 "$k2_micro" "gpipe,coop,1f1b${extra[$model]}" "$r"
 		fi
@@ -143,6 +201,8 @@ for model in "${workloads[@]}"; do
 	target="K = 2"
 	if ((replicas)); then
 		k2="$dir/$model/r2k1/runs.jsonl" target="R = 2 × K = 1"
+	elif ((straggler)); then
+		k2="$dir/$model/k2-slow-speed/runs.jsonl" target="K = 2, device 1 ×2 slower, balanced by speed,"
 	fi
 	echo "## $model: $target forecast from K = 1"
 	echo
@@ -165,6 +225,10 @@ for model in "${workloads[@]}"; do
 			printf "%s: MAPE %.1f %%, max error %.1f %%, τ %s; floor MAPE %s; %d of %d forecasts outside their round spread: %s\n",
 				model, mape, mx, tau, floor, $col["outside"], $col["judged"], verdict
 		}' "$dir/$model/validate.csv")
+	if ((straggler)); then
+		line+="; step by speed over by time, measured: $(ratios "$dir/$model/k2-slow-time/runs.jsonl" "$k2")"
+		line+="; forecast: $(forecast_ratios "$model")"
+	fi
 	summaries+=("$line")
 	if [[ "$line" == *": MISS"* ]] && ((!quick)); then
 		status=1

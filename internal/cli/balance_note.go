@@ -28,7 +28,7 @@ func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string
 			continue
 		}
 		balance = cfg.Balance
-		if cfg.Balance != config.BalanceTime || c == nil {
+		if !cfg.Balance.Timed() || c == nil {
 			continue
 		}
 		mb := cfg.MicroBatchSize()
@@ -52,7 +52,7 @@ func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string
 	case config.BalanceMemory:
 		return fmt.Sprintf("Partitions%s minimise the largest device's peak memory as modelled from each stage's weights, "+
 			"optimizer state and micro-batches in flight%s; interleaved and coop balance multiply-accumulates.", of, why)
-	case config.BalanceTime:
+	case config.BalanceTime, config.BalanceSpeed:
 	default:
 		return fmt.Sprintf("Partitions%s balance each block's %s%s.", of, balanceCost(balance), why)
 	}
@@ -62,6 +62,10 @@ func balanceNote(c *predictor.CostModel, cfgs []config.Config, label, why string
 	}
 	if len(fitted) > 0 {
 		parts = append(parts, "the fitted block times at "+sizes(fitted))
+	}
+	if balance == config.BalanceSpeed {
+		return fmt.Sprintf("Partitions%s balance time on each device's speed (a stage's block times times its device's slowdown): %s%s.",
+			of, reports.JoinAnd(parts), why)
 	}
 	return fmt.Sprintf("Partitions%s balance time: %s.", of, reports.JoinAnd(parts))
 }

@@ -42,7 +42,16 @@ type PlanOptions struct {
 	// Variants are the schedule options to try.
 	Variants schedule.Variants
 	Threads  int
-	SVG      string
+	// ThreadsFlag is --threads as given: one count, or one per device
+	// ("2,1"), parsed into Threads (the largest) and DeviceThreads.
+	ThreadsFlag   string
+	DeviceThreads []int
+	// StragglerFlag is --straggler DEVICE:FACTOR, parsed into Straggler.
+	StragglerFlag string
+	Straggler     config.Straggler
+	// Speeds are --speeds: each device's, given.
+	Speeds []float64
+	SVG    string
 	// Train holds the optimizer flags (addOptimizerFlags): its
 	// Optimizer, LR, WeightDecay, Betas and Eps, and nothing else.
 	Train config.Sweep
@@ -56,6 +65,10 @@ type PlanOptions struct {
 
 	MemoryBytes    int64
 	PartitionSizes []int
+
+	// fits are --data's cost models by key, which price devices of
+	// different threads (planCosts sets them).
+	fits map[predictor.Key]*predictor.CostModel
 }
 
 // defaultPlanMicro are the micro-batch counts a plan tries by default.
@@ -152,7 +165,9 @@ bar).`,
 	f.IntSliceVar(&opts.Micro, "microbatches", defaultPlanMicro, "numbers of micro-batches M per step to try")
 	opts.Variants = predictor.PlanVariants()
 	addScheduleOptionFlags(f, &opts.Variants, "; a plan tries each")
-	f.IntVar(&opts.Threads, "threads", 0, "worker threads per device (default: the data's, else the cores over K)")
+	f.StringVar(&opts.ThreadsFlag, "threads", "", "worker threads per device (default: the data's, else the cores over K), or one count per device (2,1: devices that differ, planned by speed from --data's runs at each count)")
+	f.Float64SliceVar(&opts.Speeds, "speeds", nil, "each device's speed relative to a device of --threads threads (1,0.5: device 1 takes twice as long), planned by speed with --data")
+	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: plan for a device DEVICE that computes FACTOR times as slowly (profile --straggler), by speed with --data")
 	f.StringVar(&opts.SVG, "svg", "", "write an SVG chart of the plan to this file")
 	addOptimizerFlags(f, &opts.Train)
 	f.BoolVar(&opts.ByDevice, "by-device", false, "print each configuration's devices, a row each: blocks, parameters and peak bytes by category")
@@ -184,6 +199,9 @@ func (o *PlanOptions) languageModelSize(width, seq bool) {
 func (o *PlanOptions) validate() error {
 	if _, err := models.LookupArch(o.Model); err != nil {
 		return usageErrorf("--model %q: %v", o.Model, err)
+	}
+	if err := o.parseDevices(); err != nil {
+		return err
 	}
 	switch {
 	case o.Devices < 1:
@@ -241,6 +259,40 @@ func (o *PlanOptions) validate() error {
 	var inv *config.InvalidError
 	if err := base.Validate(); errors.As(err, &inv) && !inv.Rule.Misfit() {
 		return usageErrorf("--%s %s: %s", inv.Field, inv.Value, inv.Reason)
+	}
+	return nil
+}
+
+// parseDevices parses --threads and --straggler: devices that differ are
+// those of one pipeline of --devices, not a plan of --job-devices.
+func (o *PlanOptions) parseDevices() error {
+	var err error
+	if o.ThreadsFlag != "" {
+		if o.Threads, o.DeviceThreads, err = config.ParseThreads(o.ThreadsFlag); err != nil {
+			return &UsageError{Err: fmt.Errorf("--%w", err)}
+		}
+	}
+	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
+		return &UsageError{Err: fmt.Errorf("--%w", err)}
+	}
+	if err := checkSpeeds(o.Speeds); err != nil {
+		return err
+	}
+	differ := len(o.DeviceThreads) > 0 || o.Straggler.Active() || len(o.Speeds) > 0
+	switch {
+	case differ && o.JobDevices > 0:
+		return usageErrorf("--job-devices %d: plans devices alike; give --devices for a pipeline of devices that differ", o.JobDevices)
+	case len(o.DeviceThreads) > 0 && len(o.DeviceThreads) != o.Devices:
+		return usageErrorf("--threads %s: %d devices' threads, but --devices %d", o.ThreadsFlag, len(o.DeviceThreads), o.Devices)
+	case len(o.Speeds) > 0 && len(o.Speeds) != o.Devices:
+		return usageErrorf("--speeds: %d devices' speeds, but --devices %d", len(o.Speeds), o.Devices)
+	case len(o.DeviceThreads) > 0 && len(o.Speeds) == 0 && len(o.Data) == 0:
+		return usageErrorf("--threads %s: the devices' speeds come from --data's runs at each thread count; give --data", o.ThreadsFlag)
+	case o.Straggler.Active() && o.Straggler.Device >= o.Devices:
+		return usageErrorf("--straggler %s: want a device below --devices %d", o.StragglerFlag, o.Devices)
+	}
+	if len(o.DeviceThreads) > 0 {
+		o.Threads = slices.Max(o.DeviceThreads)
 	}
 	return nil
 }
@@ -308,6 +360,7 @@ func (o *PlanOptions) base(threads int) config.Config {
 		Model: o.Model, ModelConfig: o.Size.config(a), Batch: o.Batch,
 		Schedule: schedule.Options{Devices: o.Devices}, Balance: config.BalanceMACs, Backend: tensor.CPUBackend,
 		Threads: threads, Dataset: "synthetic", Seed: 1, Optimizer: o.optimizer(), SGD: h.SGD, AdamW: h.AdamW,
+		DeviceThreads: o.DeviceThreads, Straggler: o.Straggler, Speeds: o.Speeds,
 	}
 	if o.PartitionSizes != nil {
 		cfg.Bounds, cfg.Balance = config.BoundsOf(o.PartitionSizes), config.BalanceGiven
@@ -351,7 +404,13 @@ func planCosts(o *PlanOptions) (*predictor.CostModel, config.Config, []profiler.
 			// itself.
 			cfg.Balance = config.BalanceTime
 		}
+		if cfg.Balance == config.BalanceTime && (len(cfg.DeviceThreads) > 0 || cfg.Straggler.Active() || cfg.Speeds != nil) {
+			// Devices that differ: the data's block times on each
+			// device's speed, as profile --balance speed splits.
+			cfg.Balance = config.BalanceSpeed
+		}
 	}
+	o.fits = fits
 	return fits[key], cfg, recs, nil
 }
 
@@ -370,6 +429,15 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	}
 	if len(cfgs) == 0 {
 		return &InputError{Err: errors.New("no configuration can run; give other --microbatches, --batch or --devices")}
+	}
+	if costs != nil && opts.Speeds == nil {
+		for i := range cfgs {
+			// A device's speed is its threads' block times at the
+			// configuration's micro-batch size.
+			if cfgs[i].Speeds, err = predictor.DeviceSpeeds(opts.fits, cfgs[i]); err != nil {
+				return &InputError{Err: fmt.Errorf("--threads %s: %w", opts.ThreadsFlag, err)}
+			}
+		}
 	}
 	rows, failed, err := predictor.Plan(ctx, costs, cfgs, 0)
 	if err != nil {
@@ -403,7 +471,10 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		}
 	}
 	why := "(no --data times the blocks)"
-	if costs != nil {
+	switch {
+	case base.Balance == config.BalanceSpeed:
+		why = "(the devices differ: profile --balance speed)"
+	case costs != nil:
 		why = "(as the data's runs did)"
 	}
 	if slices.ContainsFunc(rows, func(r predictor.PlanRow) bool { return r.MemorySplit }) {
@@ -456,8 +527,16 @@ func planTitle(base config.Config, jobDevices, n int, timed bool) string {
 		return fmt.Sprintf("pipecast plan: %s, batch %d a step on %d devices of %d thread(s) as R replicas of K: %d configurations by %s",
 			label, base.Batch, jobDevices, base.Threads, n, what)
 	}
-	return fmt.Sprintf("pipecast plan: %s, batch %d on %d device(s) of %d thread(s): %d configurations by %s",
-		label, base.Batch, base.Schedule.Devices, base.Threads, n, what)
+	threads := fmt.Sprint(base.Threads)
+	if len(base.DeviceThreads) > 0 {
+		threads = profiler.FormatThreads(base.DeviceThreads)
+	}
+	slow := ""
+	if st := base.Straggler; st.Active() {
+		slow = fmt.Sprintf(", device %d %g× as slow", st.Device, st.Factor)
+	}
+	return fmt.Sprintf("pipecast plan: %s, batch %d on %d device(s) of %s thread(s)%s: %d configurations by %s",
+		label, base.Batch, base.Schedule.Devices, threads, slow, n, what)
 }
 
 // planEntries are the rows as the plan table shows them, forecast with

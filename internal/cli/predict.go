@@ -164,6 +164,7 @@ forecasting a K = 2 sweep recorded apart, for example.`,
 	addPartitionFlag(f, &opts.PartitionFlags)
 	f.Lookup("partition").Usage += " (default: the data's, where its runs were given theirs)"
 
+	f.Float64SliceVar(&opts.Speeds, "speeds", nil, "each device's speed relative to a device of --threads threads (1,0.5: device 1 takes twice as long), in place of those of its threads' runs")
 	f.StringVar(&opts.ThreadsFlag, "threads", "", "worker threads per device, or one count per device (2,1: devices that differ, each priced from runs at its threads; default: the data's)")
 	f.StringVar(&opts.Backend, "backend", "", "compute backend (default: the data's)")
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: forecast runs whose device DEVICE computes FACTOR times as slowly (profile --straggler)")
@@ -241,6 +242,9 @@ func (o *PredictOptions) validate(flags *pflag.FlagSet) error {
 	if o.Threads < 0 {
 		return usageErrorf("--threads %d: need at least 1 (or 0 for the data's)", o.Threads)
 	}
+	if err := checkSpeeds(o.Speeds); err != nil {
+		return err
+	}
 	if o.Straggler, err = config.ParseStraggler(o.StragglerFlag); err != nil {
 		return &UsageError{Err: fmt.Errorf("--%w", err)}
 	}
@@ -307,7 +311,7 @@ func (o *PredictOptions) sweep(data config.Sweep) config.Sweep {
 	if o.Threads != 0 {
 		s.Threads = o.Threads
 	}
-	s.DeviceThreads = o.DeviceThreads
+	s.DeviceThreads, s.Speeds = o.DeviceThreads, o.Speeds
 	if o.Backend != "" {
 		s.Backend = o.Backend
 	}
@@ -415,8 +419,10 @@ func forecast(ctx context.Context, opts *PredictOptions) (*forecasts, error) {
 			}
 		}
 		for _, cfg := range cfgs {
-			if cfg.Speeds, err = predictor.DeviceSpeeds(fits, cfg); err != nil {
-				return nil, &InputError{Err: fmt.Errorf("--threads %s: %w", opts.ThreadsFlag, err)}
+			if cfg.Speeds == nil {
+				if cfg.Speeds, err = predictor.DeviceSpeeds(fits, cfg); err != nil {
+					return nil, &InputError{Err: fmt.Errorf("--threads %s: %w", opts.ThreadsFlag, err)}
+				}
 			}
 			rec, err := predictor.Predict(ctx, fits[key], cfg)
 			if err != nil {

@@ -348,7 +348,9 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 			return runner.BlockTimes(c)
 		},
 		speeds: func(c config.Config) ([]float64, error) {
-			if !sr.root() {
+			if !sr.root() || c.Transport == profiler.TransportMPI {
+				// Each rank measures its own device, on its own host;
+				// the root keeps what the first run measured (below).
 				return nil, nil
 			}
 			s, _, err := runner.DeviceSpeeds(c, c.BalanceTimes)
@@ -393,6 +395,7 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 			}
 		}
 		recs, index = append(recs, *rec), append(index, run.index)
+		times.keep(rec) // the speeds the ranks measured, for the workload's next runs
 		if rec.Env.Interference != nil {
 			interference[interferenceKey(cfg)] = rec.Env.Interference
 		}
