@@ -159,8 +159,9 @@ func bandTitle(r TimelineRun, b timelineBand, withWorkload bool) string {
 }
 
 // scheduleOptions lists the options of a run's schedule that its name
-// does not say: checkpointing, look-ahead depth, virtual stages and an
-// injected straggler.
+// does not say: checkpointing, look-ahead depth, virtual stages, an
+// injected straggler and the devices' threads and speeds where they
+// differ.
 func scheduleOptions(c profiler.RunConfig) []string {
 	var opts []string
 	if c.Checkpoint != "" {
@@ -174,6 +175,16 @@ func scheduleOptions(c profiler.RunConfig) []string {
 	}
 	if c.StragglerFactor > 0 && c.StragglerFactor != 1 {
 		opts = append(opts, fmt.Sprintf("straggler device %d ×%g", c.StragglerDevice, c.StragglerFactor))
+	}
+	if len(c.DeviceThreads) > 0 {
+		opts = append(opts, "threads "+c.ThreadsLabel())
+	}
+	if len(c.DeviceSpeeds) > 0 {
+		speeds := make([]string, len(c.DeviceSpeeds))
+		for i, v := range c.DeviceSpeeds {
+			speeds[i] = strconv.FormatFloat(v, 'f', 2, 64)
+		}
+		opts = append(opts, "speeds "+strings.Join(speeds, ", "))
 	}
 	return opts
 }
