@@ -80,14 +80,7 @@ func (c Config) TotalThreads() int {
 // inverse of its pipeline device's speed, times the straggler's factor
 // when d is the straggler.
 func (c Config) Slowdown(d int) float64 {
-	f := 1.0
-	if s := c.Speeds; len(s) > 0 {
-		f = 1 / s[d%len(s)]
-	}
-	if st := c.Straggler; st.Active() && st.Device == d {
-		f *= st.Factor
-	}
-	return f
+	return profiler.DeviceSlowdown(c.Speeds, c.Straggler.Device, c.Straggler.Factor, d)
 }
 
 // checkDevices checks the per-device lists against K.

@@ -387,6 +387,27 @@ func (c RunConfig) ThreadsSpec() string {
 	return c.ThreadsLabel()
 }
 
+// DeviceSlowdown returns how many times as long job device d computes
+// as the reference device (a device of the run's threads, at full
+// speed): the inverse of its pipeline device's speed (speeds, one per
+// pipeline device, repeated by every replica; none: 1), times the
+// straggler's factor when d is the straggler.
+func DeviceSlowdown(speeds []float64, straggler int, factor float64, d int) float64 {
+	f := 1.0
+	if len(speeds) > 0 {
+		f = 1 / speeds[d%len(speeds)]
+	}
+	if factor > 1 && straggler == d {
+		f *= factor
+	}
+	return f
+}
+
+// Slowdown is DeviceSlowdown of the run's job device d.
+func (c RunConfig) Slowdown(d int) float64 {
+	return DeviceSlowdown(c.DeviceSpeeds, c.StragglerDevice, c.StragglerFactor, d)
+}
+
 // DevicesAlike reports whether the run's devices computed alike: the
 // same threads and no straggler. A run whose devices differ measured
 // them, not the blocks on one kind of device.

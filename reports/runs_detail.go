@@ -78,6 +78,12 @@ func runsDeviceTable(r *profiler.Record) *Table {
 			{Key: "blocks", Header: "blocks"},
 		},
 	}
+	differ := !r.Config.DevicesAlike() || len(r.Config.DeviceSpeeds) > 0
+	if differ {
+		t.Columns = append(t.Columns,
+			Column{Key: "threads", Header: "T", Align: AlignRight},
+			Column{Key: "slowdown", Header: "slowdown", Align: AlignRight})
+	}
 	for _, op := range ops {
 		t.Columns = append(t.Columns, Column{Key: "busy_" + op + "_nanos", Header: op + " ms", Align: AlignRight})
 	}
@@ -94,6 +100,14 @@ func runsDeviceTable(r *profiler.Record) *Table {
 		Column{Key: "received_bytes_per_step", Header: "received/step", Align: AlignRight})
 	for _, d := range r.Devices {
 		row := append([]Cell{Int(int64(d.Index)), String(d.Name)}, runsDeviceStages(r, d)...)
+		if differ {
+			threads := Empty("—")
+			if d.Index < len(r.Env.Devices) {
+				threads = Int(int64(r.Env.Devices[d.Index].Threads))
+			}
+			s := r.Config.Slowdown(d.Index)
+			row = append(row, threads, Cell{Value: s, Text: fmt.Sprintf("×%.2f", s)})
+		}
 		for _, op := range ops {
 			if n, ok := d.BusyNanosByOp[op]; ok {
 				row = append(row, runsMillisCell(n))
@@ -117,6 +131,10 @@ func runsDeviceTable(r *profiler.Record) *Table {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Footnotes = []string{"Times are means per measured step; bubble: idle ÷ (busy + idle); peaks are the largest over the steps."}
+	if differ {
+		t.Footnotes = append(t.Footnotes, "T: the device's threads; slowdown: how many times as long it computes as a device of "+
+			strconv.Itoa(r.Config.Threads)+" thread(s) at full speed, from its measured speed and an injected straggler's factor.")
+	}
 	return t
 }
 
