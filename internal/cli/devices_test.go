@@ -56,6 +56,10 @@ func TestDevicesThatDifferEndToEnd(t *testing.T) {
 		}
 	}
 	profile("k2", "--devices", "2", "--threads", "2,1", "--balance", "speed")
+	code, _, errOut := run(t, append([]string{"profile", "--output", "csv", "--devices", "2", "--microbatches", "2", "--straggler", "1:1.5"}, mlp...)...)
+	if code != ExitOK || !strings.Contains(errOut, "--balance speed gives the slower ones less work") {
+		t.Errorf("a straggler balanced by time by default: exit %d, want a hint at --balance speed: %s", code, errOut)
+	}
 	profile("k1", "--devices", "1", "--threads", "1")
 	profile("k1-two", "--devices", "1", "--threads", "2")
 	recs, _, err := profiler.ReadFile(filepath.Join(dir, "k2", "runs.jsonl"), profiler.ReadOptions{})

@@ -318,6 +318,9 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 	for _, n := range notes {
 		fmt.Fprintln(errOut, "pipecast: "+n)
 	}
+	if !opts.BalanceSet && opts.Balance == config.BalanceTime && (len(opts.DeviceThreads) > 0 || opts.Straggler.Active()) {
+		fmt.Fprintln(errOut, "pipecast: the devices differ and the partition balances time as if they did not; --balance speed gives the slower ones less work")
+	}
 	var dataset string
 	if opts.Out != "" && sr.root() {
 		dataset = filepath.Join(opts.Out, "runs.jsonl")
