@@ -2,13 +2,13 @@ package config
 
 import (
 	"fmt"
-
-	"github.com/pipecast/pipecast/models"
-	"github.com/pipecast/pipecast/profiler"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipecast/pipecast/models"
+	"github.com/pipecast/pipecast/profiler"
 )
 
 // Devices that differ: a pipeline's devices may run different thread
@@ -89,7 +89,7 @@ func (c Config) checkDevices() error {
 	if t := c.DeviceThreads; len(t) > 0 {
 		if len(t) != k {
 			return invalid(RuleDeviceList, "threads", profiler.FormatThreads(t),
-				"threads %s gives %d devices' threads, but K=%d", profiler.FormatThreads(t), len(t), k)
+				"K=%d: threads %s gives %d devices' threads", k, profiler.FormatThreads(t), len(t))
 		}
 		if slices.Min(t) < 1 {
 			return invalid(RuleCounts, "threads", profiler.FormatThreads(t), "threads %s: need at least 1 a device", profiler.FormatThreads(t))
@@ -97,7 +97,7 @@ func (c Config) checkDevices() error {
 	}
 	if s := c.Speeds; len(s) > 0 {
 		if len(s) != k {
-			return invalid(RuleDeviceList, "speeds", fmt.Sprint(s), "%d devices' speeds, but K=%d", len(s), k)
+			return invalid(RuleDeviceList, "speeds", fmt.Sprint(s), "K=%d: speeds of %d devices given", k, len(s))
 		}
 		for _, v := range s {
 			if !(v > 0) || math.IsInf(v, 0) {

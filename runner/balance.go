@@ -89,13 +89,6 @@ func DeviceSpeeds(cfg config.Config, ref []float64) (speeds, refTimes []float64,
 			return nil, nil, err
 		}
 	}
-	total := func(ts []float64) float64 {
-		s := 0.0
-		for _, t := range ts {
-			s += t
-		}
-		return s
-	}
 	byThreads := map[int]float64{cfg.Threads: 1}
 	speeds = make([]float64, len(cfg.DeviceThreads))
 	for k, n := range cfg.DeviceThreads {
@@ -105,7 +98,7 @@ func DeviceSpeeds(cfg config.Config, ref []float64) (speeds, refTimes []float64,
 			if err != nil {
 				return nil, nil, err
 			}
-			byThreads[n] = total(ref) / total(ts)
+			byThreads[n] = sumOf(ref) / sumOf(ts)
 		}
 		speeds[k] = byThreads[n]
 	}
@@ -170,17 +163,10 @@ func (t *Trainer) rankSpeeds() error {
 			ref = r
 		}
 	}
-	total := func(ts []float64) float64 {
-		s := 0.0
-		for _, x := range ts {
-			s += x
-		}
-		return s
-	}
 	k := max(c.Schedule.Devices, 1)
 	speeds := make([]float64, k)
 	for r, ts := range times {
-		s := total(times[ref]) / total(ts)
+		s := sumOf(times[ref]) / sumOf(ts)
 		if r < k || s < speeds[r%k] {
 			speeds[r%k] = s
 		}
@@ -190,4 +176,14 @@ func (t *Trainer) rankSpeeds() error {
 		t.cfg.BalanceTimes = times[ref]
 	}
 	return nil
+}
+
+// sumOf returns the sum of ts: the model's block times, summed, is the
+// work a device's speed is measured on.
+func sumOf(ts []float64) float64 {
+	s := 0.0
+	for _, t := range ts {
+		s += t
+	}
+	return s
 }

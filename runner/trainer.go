@@ -136,8 +136,11 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	if t.group == nil {
 		return t.partition(stages)
 	}
-	if err := t.rankSpeeds(); err != nil {
-		return nil, fmt.Errorf("device speeds: %w", err)
+	// Rank 0 tells the others what failed, in place of a partition, so
+	// that none waits for one.
+	speedsErr := t.rankSpeeds()
+	if speedsErr != nil && t.group.Rank() != 0 {
+		return nil, fmt.Errorf("device speeds: %w", speedsErr)
 	}
 	type decided struct {
 		Bounds []int     `json:"bounds"`
@@ -146,7 +149,13 @@ func (t *Trainer) sharedPartition(stages int) ([]int, error) {
 	}
 	var msg []byte
 	if t.group.Rank() == 0 {
-		bounds, err := t.partition(stages)
+		var bounds []int
+		err := speedsErr
+		if err != nil {
+			err = fmt.Errorf("device speeds: %w", err)
+		} else {
+			bounds, err = t.partition(stages)
+		}
 		if err != nil {
 			msg = []byte("error: " + err.Error())
 		} else if msg, err = json.Marshal(decided{Bounds: bounds, Times: t.cfg.BalanceTimes, Speeds: t.cfg.Speeds}); err != nil {

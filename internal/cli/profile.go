@@ -178,7 +178,7 @@ no file is written.`,
 	// decide how long a block takes, and a MACs-balanced split of a small
 	// ResNet-50 left one device idle most of the step.
 	addBalanceFlag(cmd, &opts.Balance, config.BalanceTime, " (time: each block's forward and backward measured on one device at the micro-batch size; "+
-		"memory: the split whose largest device's modelled peak is lowest; given: --partition's)")
+		"speed: those times on each device's measured speed, for devices that differ; memory: the split whose largest device's modelled peak is lowest; given: --partition's)")
 	addPartitionFlag(f, &opts.PartitionFlags)
 	f.StringVar(&opts.ThreadsFlag, "threads", "", "worker threads per device, or one count per device (2,1: devices that differ; 0: the cores divided by the sweep's largest K, at least 1)")
 	f.IntVar(&opts.Steps, "steps", 5, "measured steps per run")
