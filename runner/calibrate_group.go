@@ -44,8 +44,15 @@ func CalibrateGroup(ctx context.Context, g comm.Group, backend string, threads i
 			cal.Samples = append(cal.Samples, profiler.TransferSample{Kind: kind, Devices: g.Size(), Bytes: b, Nanos: ns})
 		}
 	}
+	pair, err := replicaPair(ctx, g)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", DPAllReduceKind, err)
+	}
+	if c, ok := pair.(comm.Group); ok {
+		defer c.Close()
+	}
 	for _, b := range dpCalibrationBytes {
-		ns, err := timeGroupReplicaSum(ctx, g, dev, b)
+		ns, err := timeGroupReplicaSum(ctx, pair, dev, b)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate %s of %d bytes: %w", DPAllReduceKind, b, err)
 		}
@@ -105,15 +112,38 @@ func timeRoundTrip(ctx context.Context, g comm.Group, dev tensor.Device, bytes i
 	return profiler.Median(times), nil
 }
 
+// replicaPair returns, to ranks 0 and 1 of g, the endpoint of the two
+// as two replicas, as a run's replicas get theirs (Trainer.replicaGroup):
+// a group split off where g splits, so that the calibration times the
+// library's own sum, else their subset of g; nil to the other ranks.
+// Every rank calls it.
+func replicaPair(ctx context.Context, g comm.Group) (comm.Endpoint, error) {
+	s, ok := g.(comm.Splitter)
+	if !ok {
+		if g.Rank() > 1 {
+			return nil, nil
+		}
+		return comm.SubEndpoint(g, []int{0, 1}), nil
+	}
+	color := 0
+	if g.Rank() > 1 {
+		color = -1
+	}
+	pair, err := s.SplitBy(ctx, color, g.Rank())
+	if err != nil || pair == nil {
+		return nil, err // a nil *Group would not read as a nil Endpoint
+	}
+	return pair, nil
+}
+
 // timeGroupReplicaSum returns, on rank 0, the median time of summing
 // bytes of gradients over ranks 0 and 1 as two replicas (SumReplicas
-// over their subset of g), each repetition starting after a barrier of
-// the two; ranks above 1 take no part.
-func timeGroupReplicaSum(ctx context.Context, g comm.Group, dev tensor.Device, bytes int64) (int64, error) {
-	if g.Rank() > 1 {
+// over ep, their endpoint: replicaPair), each repetition starting after a
+// barrier of the two; ranks above 1 (ep nil) take no part.
+func timeGroupReplicaSum(ctx context.Context, ep comm.Endpoint, dev tensor.Device, bytes int64) (int64, error) {
+	if ep == nil {
 		return 0, nil
 	}
-	ep := comm.SubEndpoint(g, []int{0, 1})
 	grad := dev.Alloc(tensor.Gradients, int(bytes/4))
 	defer grad.Release()
 	out, in := dev.Alloc(tensor.Comm, 1), dev.Alloc(tensor.Comm, 1)

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/pipecast/pipecast/models"
@@ -78,7 +80,9 @@ func (t *Trainer) place() error {
 			w.ep = t.group
 		default:
 			w.ep = comm.SubEndpoint(t.group, pipelineRanks(w.replica, k))
-			w.dp = comm.SubEndpoint(t.group, replicaRanks(w.k, k, r))
+			if w.dp, err = t.replicaGroup(w.k, w.replica, replicaRanks(w.k, k, r)); err != nil {
+				return err
+			}
 		}
 		t.workers = append(t.workers, w)
 		w.owned = t.program.StagesOf(w.k)
@@ -104,6 +108,25 @@ func (t *Trainer) place() error {
 		dev.ResetPeak()
 	}
 	return nil
+}
+
+// replicaGroup returns, in a run of one process per device, the endpoint
+// of pipeline device k's replicas (this one being replica replica): a
+// group of their own where the transport splits (comm.Splitter: MPI's
+// communicator per stage, whose MPI_Allreduce sums their gradients), else
+// the subset members of the run's group. Every rank calls it, and splits
+// alike.
+func (t *Trainer) replicaGroup(k, replica int, members []int) (comm.Endpoint, error) {
+	s, ok := t.group.(comm.Splitter)
+	if !ok {
+		return comm.SubEndpoint(t.group, members), nil
+	}
+	g, err := s.SplitBy(context.Background(), k, replica)
+	if err != nil {
+		return nil, fmt.Errorf("the replicas of device %d: %w", k, err)
+	}
+	t.subgroups = append(t.subgroups, g)
+	return g, nil
 }
 
 // pipelineRanks returns the job devices of replica r's pipeline of k.

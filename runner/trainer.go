@@ -33,6 +33,9 @@ type Trainer struct {
 	// run: one per replica's pipeline, and one per pipeline device
 	// joining its replicas.
 	transports []*comm.InProcess
+	// subgroups are the groups a multi-process run split from its own
+	// (replicaGroup), closed with it.
+	subgroups []comm.Group
 	// group, when set, is the processes of a multi-process run: this
 	// process runs device group.Rank() alone (see RunOptions.Group).
 	group comm.Group
@@ -401,6 +404,10 @@ func (t *Trainer) release() {
 		// them (its report of them matters only after a failure).
 		tr.Close()
 	}
+	for _, g := range t.subgroups {
+		_ = g.Close() // as the transports: what a failed step left
+	}
+	t.subgroups = nil
 	for _, w := range t.workers {
 		for _, p := range w.params {
 			p.Param.Release()

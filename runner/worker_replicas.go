@@ -104,6 +104,8 @@ func (w *worker) reduceBucket(ctx context.Context, op schedule.Op, bucket int, p
 // the same float32 values, each element the sum over the replicas in
 // increasing rank order ((p0 + p1) + p2 + …). It returns the bytes
 // received (SumReceived). The calibration times it as the runs run it.
+// Where ep sums itself (comm.Reducer: MPI_Allreduce over a communicator
+// of the replicas), the library sums, in its own order.
 //
 // Two replicas exchange their buckets whole and each adds the other's.
 // From three on, every bucket is cut into R chunks: replica r sums chunk
@@ -117,10 +119,31 @@ func SumReplicas(ctx context.Context, dev tensor.Device, ep comm.Endpoint, tag c
 	for _, t := range ts {
 		total += t.Len()
 	}
+	if red, ok := ep.(comm.Reducer); ok && ep.Size() > 1 {
+		return sumReduced(ctx, dev, red, ep.Size(), tag, ts, total)
+	}
 	if R := ep.Size(); R >= 3 && total >= R {
 		return sumScattered(ctx, dev, ep, tag, ts, total)
 	}
 	return sumExchanged(ctx, dev, ep, tag, ts, total)
+}
+
+// sumReduced is SumReplicas by a transport that sums itself (MPI's
+// MPI_Allreduce on the replicas' own communicator): the tensors are
+// copied into one flat tensor, summed there and copied back. The sum is
+// the library's, the same float32 values on every replica; its order of
+// additions is the library's too. It returns the bytes SumReceived
+// counts, what the fewest an all-reduce moves, so that forecasts read
+// its events as any sum's.
+func sumReduced(ctx context.Context, dev tensor.Device, red comm.Reducer, replicas int, tag comm.Tag, ts []*tensor.Tensor, total int) (int64, error) {
+	flat := dev.Alloc(tensor.Comm, total)
+	defer flat.Release()
+	EachPart(flat, ts, func(part, t *tensor.Tensor) { dev.Copy(part, t) })
+	if err := red.AllReduceSum(ctx, tag, flat); err != nil {
+		return 0, err
+	}
+	EachPart(flat, ts, func(part, t *tensor.Tensor) { dev.Copy(t, part) })
+	return SumReceived(int64(total)*tensor.BytesPerElement, replicas), nil
 }
 
 // SumReceived returns the bytes each replica receives when SumReplicas

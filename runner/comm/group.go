@@ -1,6 +1,10 @@
 package comm
 
-import "context"
+import (
+	"context"
+
+	"github.com/pipecast/pipecast/tensor"
+)
 
 // Group is the processes of one multi-process run: rank r is device r.
 // Besides the transfers of an Endpoint it offers what a run needs to act
@@ -36,4 +40,24 @@ type World interface {
 	Host() string
 	// Finalize shuts the library down; nothing may use the world after.
 	Finalize() error
+}
+
+// Reducer is an endpoint whose transport sums a tensor over its ranks
+// itself, as MPI_Allreduce does, with the library's own algorithm for its
+// network. The runner sums data-parallel replicas' gradients with it
+// where the replicas' endpoint has it.
+type Reducer interface {
+	// AllReduceSum replaces t on every rank with the elementwise sum
+	// of every rank's t, the same float32 values on all. Every rank
+	// calls it with the same tag and as many elements, the calls of a
+	// reducer in the same order on every rank; it does not check them.
+	AllReduceSum(ctx context.Context, tag Tag, t *tensor.Tensor) error
+}
+
+// Splitter is a group that splits into groups by colour, as
+// MPI_Comm_split does. Every rank calls SplitBy: the ranks of one colour
+// (≥ 0) form a group, ordered by key and then by their rank here, and a
+// rank of colour −1 joins none and gets nil.
+type Splitter interface {
+	SplitBy(ctx context.Context, color, key int) (Group, error)
 }

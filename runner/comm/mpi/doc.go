@@ -83,6 +83,13 @@
 // counts them: what a rank receives from others, its own part in an
 // all-to-all copied locally and not counted.
 //
+// A group also sums a tensor over its ranks (comm.Reducer: AllReduceSum,
+// MPI_Iallreduce in place, queued with the other collectives but without
+// their headers, so its callers must call it alike) and splits into
+// groups by colour (comm.Splitter: SplitBy, MPI_Comm_split after a
+// barrier). Data-parallel replicas get a group of their own per pipeline
+// device that way and sum their gradients with the library's algorithm.
+//
 // # Differences from the in-process transport
 //
 // A sent tensor's bytes count in SentBytes when Send starts it, not when

@@ -324,6 +324,16 @@ func (c communicator) iallgather(q *requests, send unsafe.Pointer, n int, recv u
 	return q.started("MPI_Iallgather", rc, false)
 }
 
+// iallreduceSumInPlace sums n floats at buf over the ranks, in place
+// on every rank.
+func (c communicator) iallreduceSumInPlace(q *requests, buf unsafe.Pointer, n int) error {
+	r := q.add()
+	lock()
+	rc := C.pc_iallreduce_sum_in_place(c.h, buf, C.int(n), r)
+	unlock()
+	return q.started("MPI_Iallreduce", rc, false)
+}
+
 // iallgathervInPlace gathers rank p's counts[p] elements, found at
 // recv+displs[p] on rank p, into recv+displs[p] of every rank.
 func (c communicator) iallgathervInPlace(q *requests, recv unsafe.Pointer, counts, displs []int32, t dtype) error {

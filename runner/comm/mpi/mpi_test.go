@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,71 @@ func TestRanksGoPanics(t *testing.T) {
 	}()
 	var p *int
 	_ = *p
+}
+
+// TestRanksSplitByAndAllReduce splits the world by the parity of its
+// ranks, keyed in reverse, and sums a tensor over each group with
+// AllReduceSum: every rank ends with its group's elementwise sum, the same
+// values on each, the group ranked by key; an odd rank with colour −1
+// when the world has three ranks joins none.
+func TestRanksSplitByAndAllReduce(t *testing.T) {
+	needRanks(t)
+	ctx := testContext(t)
+	me, n := world.Rank(), world.Size()
+	color := me % 2
+	if n == 3 && me == 1 {
+		color = -1
+	}
+	s, ok := world.(comm.Splitter)
+	if !ok {
+		t.Fatal("the MPI world does not split by colour")
+	}
+	g, err := s.SplitBy(ctx, color, n-me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []int
+	for r := n - 1; r >= 0; r-- { // by key: n − rank, increasing
+		if c := r % 2; c == color && !(n == 3 && r == 1) {
+			members = append(members, r)
+		}
+	}
+	if color < 0 {
+		if g != nil {
+			t.Fatalf("rank %d of colour −1 got a group of %d", me, g.Size())
+		}
+		return
+	}
+	if g == nil || g.Size() != len(members) || members[g.Rank()] != me {
+		t.Fatalf("rank %d: group %v, want rank %d of %v", me, g, slices.Index(members, me), members)
+	}
+	defer g.Close()
+	dev := cpu.New(tensor.Options{Index: me, Threads: 1})
+	defer dev.Close()
+	const size = 1000
+	x := make([]float32, size)
+	want := make([]float32, size)
+	for i := range x {
+		x[i] = float32(me*size + i)
+		for _, r := range members {
+			want[i] += float32(r*size + i)
+		}
+	}
+	tn := tensor.FromHost(dev, tensor.Gradients, tensor.Shape{size}, x)
+	defer tn.Release()
+	before := g.Stats()
+	if err := g.(comm.Reducer).AllReduceSum(ctx, comm.Tag{Kind: "test-sum"}, tn); err != nil {
+		t.Fatal(err)
+	}
+	got := tensor.ToHost(tn)
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("rank %d: element %d is %v, want %v", me, i, got[i], want[i])
+		}
+	}
+	if k := int64(len(members)); k > 1 {
+		if moved := g.Stats().ReceivedBytes - before.ReceivedBytes; moved != 2*(k-1)*size*4/k {
+			t.Errorf("rank %d: %d bytes received, want 2(k−1)/k of %d", me, moved, size*4)
+		}
+	}
 }

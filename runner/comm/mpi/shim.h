@@ -87,6 +87,9 @@ static int pc_igatherv(MPI_Comm c, void *send, int n, void *recv, int *counts, i
 static int pc_ibcast(MPI_Comm c, void *buf, int n, int t, int root, MPI_Request *r) {
 	return MPI_Ibcast(pc_buf(buf), n, pc_type(t), root, c, r);
 }
+static int pc_iallreduce_sum_in_place(MPI_Comm c, void *buf, int n, MPI_Request *r) {
+	return MPI_Iallreduce(MPI_IN_PLACE, pc_rbuf(buf), n, MPI_FLOAT, MPI_SUM, c, r);
+}
 static int pc_testall(int n, MPI_Request *r, int *done) {
 	return MPI_Testall(n, r, done, MPI_STATUSES_IGNORE);
 }
