@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-
 	"sync"
 
 	"github.com/pipecast/pipecast/profiler"
