@@ -224,7 +224,7 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 		return
 	}
 	kern = kern.forCols(n)
-	mr, nr := kern.mr, kern.nr
+	mr, nr, fn := kern.mr, kern.nr, kern.fn
 	pA, pB := packA, packB
 	if kern.packA != nil {
 		pA = kern.packA
@@ -257,7 +257,13 @@ func gemmRegionViews(kern gemmKernel, pack []float32, transA, transB bool, m, n,
 					for ir := 0; ir < mc; ir += mr {
 						mb := min(mr, mc-ir)
 						cs, ldc := c.at(ic+ir, jc+jr)
-						gemmTile(kern, kc, ap[ir*kc:], bs, cs, ldc, mb, nb, edge, acc)
+						if mb == mr && nb == nr {
+							// Whole tiles, nearly all of them, call the
+							// kernel straight.
+							fn(kc, ap[ir*kc:], bs, cs, ldc, acc)
+							continue
+						}
+						gemmTile(&kern, kc, ap[ir*kc:], bs, cs, ldc, mb, nb, edge, acc)
 					}
 				}
 			}
@@ -278,7 +284,7 @@ func gemmUnpackedA(kern gemmKernel, pA func(dst []float32, transA bool, a []floa
 		cs, ldc := c.at(ir, 0)
 		if mb < mr {
 			pA(ap, true, a, lda, ir, 0, mb, kc, mr, 1)
-			gemmTile(kern, kc, ap, bs, cs, ldc, mb, nb, edge, acc)
+			gemmTile(&kern, kc, ap, bs, cs, ldc, mb, nb, edge, acc)
 			continue
 		}
 		if nb == nr {
@@ -295,7 +301,7 @@ func gemmUnpackedA(kern gemmKernel, pA func(dst []float32, transA bool, a []floa
 // at c: in place where the block is whole, through edge, an mr×nr tile,
 // where it is ragged; a ragged sliver of A runs the narrowest kernel that
 // covers it (kern.partial).
-func gemmTile(kern gemmKernel, kc int, as, bs, c []float32, ldc, mb, nb int, edge []float32, acc bool) {
+func gemmTile(kern *gemmKernel, kc int, as, bs, c []float32, ldc, mb, nb int, edge []float32, acc bool) {
 	rows, fn := kern.mr, kern.fn
 	if mb < kern.mr && kern.partial != nil {
 		rows, fn = kern.partial(mb)
