@@ -34,6 +34,16 @@ show, and the check measures both instead of assuming them away:
   every gradient upstream changes with it. The check finds such windows in
   torch's forward and replays torch's step with each combination of routings
   (up to 2^4); pipecast is compared with the combination it matches best.
+* ReLU near-ties. Where a ReLU's input lies within float32's rounding of
+  zero (relative to the largest input of that call, below 1e-6), either
+  implementation may pass or stop its gradient there, and the gradients of
+  the batch norm before it change with it: its bias's gradient, a sum over
+  every position, by the whole gradient of that one position, while its
+  weight's barely moves (the normalised input there is about zero). VGG16-BN
+  at 64 px, batch 2, has two such inputs after features.8 below 5e-7. The
+  check finds them in torch's forward, and after the max-pool routings
+  replays the nearest (up to 4) one at a time, each routing kept that
+  brings torch's step closer to pipecast's.
 * Chaotic gradients. At initialisation, ResNet-50's and Inception-v3's
   gradients through training-mode batch norm amplify rounding errors so far
   that torch's own float32 gradients differ from its float64 ones by
@@ -89,6 +99,10 @@ LOSS_BOUND = 1e-4
 GRAD_BOUND = 1e-3
 NOISE_FACTOR = 2
 TIE_GAP = 1e-5
+# A ReLU input is formed from values of about its largest input's size,
+# and float32 rounds it by about 6e-8 of those: within 1e-6 of the largest
+# its sign is rounding's to decide.
+RELU_TIE_GAP = 1e-6
 MAX_TIES = 4
 
 STEP_KEYS = ("input", "target", "logits", "loss")
@@ -182,12 +196,43 @@ class TorchStep:
             pool.register_forward_pre_hook(self._hook(name, pool, flips, ties if find_ties else None))
         x = torch.from_numpy(self.data["input"]).to(dtype)
         target = torch.from_numpy(self.data["target"])
-        logits = model(x)
+        # Every ReLU of these networks goes through torch.nn.functional.relu
+        # (nn.ReLU's forward calls it; Inception-v3's BasicConv2d calls it
+        # directly), so one wrapper sees them all, named by call order.
+        relu = torch.nn.functional.relu
+        torch.nn.functional.relu = self._relu(relu, flips, ties if find_ties else None)
+        try:
+            logits = model(x)
+        finally:
+            torch.nn.functional.relu = relu
         loss = torch.nn.CrossEntropyLoss()(logits, target)
         loss.backward()
         grads = {n: p.grad.numpy() for n, p in model.named_parameters()}
         self.model = model
         return logits.detach().numpy(), loss.detach().numpy(), grads, ties
+
+    @staticmethod
+    def _relu(relu, flips, ties):
+        calls = [0]
+
+        def wrapped(x, inplace=False):
+            name = "relu#%d" % calls[0]
+            calls[0] += 1
+            if ties is not None:
+                ties.extend((name,) + t for t in relu_ties(x.detach()))
+            mine = [f for f in flips if f[0] == name]
+            if mine:
+                # The input's sign set against the routing the float32
+                # step found (in float64 too, whichever sign its own
+                # rounding gave): the forward moves by less than the
+                # rounding, and the gradient there stops where it passed,
+                # or passes.
+                x = x.clone()
+                with torch.no_grad():
+                    for _, at, _, _, passed in mine:
+                        x[at] = -abs(x[at]) if passed else abs(x[at])
+            return relu(x, inplace=inplace)
+        return wrapped
 
     @staticmethod
     def _hook(name, pool, flips, ties):
@@ -211,6 +256,18 @@ class TorchStep:
                     x[first] = x[second] - abs(float(x[second])) * 1e-7
             return (x,)
         return hook
+
+
+def relu_ties(x):
+    """ReLU inputs nonzero but within RELU_TIE_GAP of zero, relative to
+    the largest input: (index, None, |x| / max |x|, whether it passed)."""
+    xs = x.double()
+    scale = float(xs.abs().max()) if xs.numel() else 0.0
+    if scale == 0:
+        return []
+    gap = xs.abs() / scale
+    return [(tuple(i), None, float(gap[tuple(i)]), float(xs[tuple(i)]) > 0)
+            for i in ((gap < RELU_TIE_GAP) & (xs != 0)).nonzero().tolist()]
 
 
 def near_ties(x, pool):
@@ -284,19 +341,42 @@ def check_model(name, image, args, workdir):
     largest = max(float(np.abs(g).max()) for g in grads.values())
     rows = compare(data, logits, loss, grads, zero, largest)
     flips = ()
-    if ties:
-        print("max-pool near-ties: %d windows%s" % (len(ties), "" if len(ties) <= MAX_TIES else
+    windows = sorted((t for t in ties if t[2] is not None), key=lambda t: t[3])
+    inputs = sorted((t for t in ties if t[2] is None), key=lambda t: t[3])
+    best = max(e for _, e in rows)
+    if windows:
+        print("max-pool near-ties: %d windows%s" % (len(windows), "" if len(windows) <= MAX_TIES else
               ", more than the %d whose routings are tried" % MAX_TIES))
-        for t in ties:
+        for t in windows:
             print("  %s window at %s / %s, gap %.2g" % (t[0], t[1], t[2], t[3]))
-        best = max(e for _, e in rows)
-        for k in range(1, min(len(ties), MAX_TIES) + 1):
-            for combo in itertools.combinations(ties[:MAX_TIES], k):
+        for k in range(1, min(len(windows), MAX_TIES) + 1):
+            for combo in itertools.combinations(windows[:MAX_TIES], k):
                 lg, ls, gr, _ = step.run(flips=combo)
                 alt = compare(data, lg, ls, gr, zero, largest)
                 if max(e for _, e in alt) < best:
                     best, rows, flips, logits, loss, grads = max(e for _, e in alt), alt, combo, lg, ls, gr
-        print("  routing matched: %s" % (", ".join("%s %s" % (f[0], f[2]) for f in flips) or "torch's own"))
+    if inputs:
+        # ReLU ties sit apart from each other, each deciding its own
+        # batch norm's gradients: each is tried on its own, on top of the
+        # routings kept so far, nearest first, until a pass keeps none.
+        print("ReLU near-ties: %d inputs%s" % (len(inputs), "" if len(inputs) <= MAX_TIES else
+              ", more than the %d nearest whose routings are tried" % MAX_TIES))
+        for t in inputs[:MAX_TIES]:
+            print("  %s input at %s, |x| / max %.2g" % (t[0], t[1], t[3]))
+        changed = True
+        while changed:
+            changed = False
+            for t in inputs[:MAX_TIES]:
+                if t in flips:
+                    continue
+                lg, ls, gr, _ = step.run(flips=flips + (t,))
+                alt = compare(data, lg, ls, gr, zero, largest)
+                if max(e for _, e in alt) < best:
+                    best, rows, flips, logits, loss, grads = max(e for _, e in alt), alt, flips + (t,), lg, ls, gr
+                    changed = True
+    if ties:
+        print("  routing matched: %s" % (", ".join("%s %s" % (f[0], f[1] if f[2] is None else f[2]) for f in flips)
+                                         or "torch's own"))
 
     # Exact arithmetic, nearly: the same step in float64, with the same
     # routings. Both float32 steps are compared with it.
