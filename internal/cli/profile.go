@@ -192,7 +192,7 @@ no file is written.`,
 	addOptimizerFlags(f, &opts.Sweep)
 	f.StringVar(&opts.StragglerFlag, "straggler", "", "DEVICE:FACTOR: device DEVICE computes FACTOR times as slowly (each compute op sleeps until it has taken FACTOR times its duration in the warm-up steps; transfers keep their speed), recorded in the configuration")
 	f.StringVar(&opts.FailFlag, "fail", "", "DEVICE:STEP: device DEVICE fails at the start of step STEP (an injected fault)")
-	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep")
+	f.BoolVar(&opts.Resume, "resume", false, "skip the configurations whose records --out's runs.jsonl already holds (matched on the whole configuration), to finish an interrupted sweep; the table lists the whole sweep's runs")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "check the flags, the sweep, the data and every configuration as a sweep does before its first run, print the runs it would make, and stop: nothing trains and no file is written")
 	f.BoolVar(&opts.Force, "force", false, "run configurations whose forecast memory exceeds what the machine has available")
 	f.StringVar(&opts.Out, "out", "", "directory whose runs.jsonl each run's record is appended to")
@@ -265,8 +265,8 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	for i := range first {
 		first[i] = 1
 	}
+	var done []resumed
 	if opts.Resume {
-		var done int
 		if first, done, err = remainingRounds(filepath.Join(opts.Out, "runs.jsonl"), cfgs, opts.Steps, opts.Warmup, opts.Rounds); err != nil {
 			return err
 		}
@@ -278,9 +278,13 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 			}
 		}
 		cfgs, first = left, leftFirst
-		fmt.Fprintf(opts.IO.ErrOut, "pipecast: resuming: %d runs done, %d to run\n", done, len(planRounds(cfgs, first, opts.Rounds, opts.Seed)))
+		fmt.Fprintf(opts.IO.ErrOut, "pipecast: resuming: %d runs done, %d to run\n", len(done), len(planRounds(cfgs, first, opts.Rounds, opts.Seed)))
 		if len(cfgs) == 0 {
-			return nil
+			if opts.Transport == profiler.TransportMPI || opts.DryRun {
+				// Every rank would print it; a dry run prints no table.
+				return nil
+			}
+			return printRuns(opts, nil, done, 0)
 		}
 	}
 	// The checks take seconds at most and ignore an interrupt, which the
@@ -296,7 +300,7 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 	if err != nil {
 		return err
 	}
-	runErr := profileSweep(ctx, opts, sr, planRounds(cfgs, first, opts.Rounds, opts.Seed), notes)
+	runErr := profileSweep(ctx, opts, sr, planRounds(cfgs, first, opts.Rounds, opts.Seed), notes, done)
 	if runErr != nil && opts.Transport == profiler.TransportMPI {
 		// Finalizing would wait for the ranks that failed or stopped; a
 		// rank that exits without it makes mpirun end the whole job.
@@ -309,8 +313,10 @@ func profileRun(ctx context.Context, opts *ProfileOptions) error {
 }
 
 // profileSweep runs the configurations on sr; only the root process
-// (the only one in process) prints, writes records and exports.
-func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, runs []plannedRun, notes []string) error {
+// (the only one in process) prints, writes records and exports. prior
+// are the records a resumed sweep already holds: the table and the
+// exports list them beside the new ones.
+func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, runs []plannedRun, notes []string, prior []resumed) error {
 	errOut := opts.IO.ErrOut
 	if !sr.root() {
 		errOut = io.Discard
@@ -412,36 +418,48 @@ func profileSweep(ctx context.Context, opts *ProfileOptions, sr sweepRunner, run
 		}
 		runErr = fmt.Errorf("interrupted after %d of %d runs; %s", len(recs), len(runs), kept)
 	}
-	if len(recs) > 0 {
-		// Rounds ran in shuffled orders; the table and the exports list
-		// the configurations in the sweep's order, each one's rounds in
-		// turn.
-		order := make([]int, len(recs))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return index[a] - index[b] })
-		sorted := make([]profiler.Record, len(recs))
-		for i, j := range order {
-			sorted[i] = recs[j]
-		}
-		recs = sorted
-		if err := writeExports(opts.Trace, opts.Pprof, recs); err != nil && runErr == nil {
-			runErr = err
-		}
-		title := fmt.Sprintf("pipecast profile: %d runs", len(recs))
-		if len(recs) < len(runs) {
-			title = fmt.Sprintf("pipecast profile: %d of %d runs", len(recs), len(runs))
-		}
-		if rec := recs[0]; rec.Env.Host != "" {
-			title += fmt.Sprintf(" on %s (%d cores, %s)", rec.Env.Host, rec.Env.Cores, rec.Env.CPUModel)
-		}
-		t := reports.RunsTable(recs, reports.RunsTableOptions{Title: title})
-		if err := renderTable(opts.IO.Out, t, opts.Output, opts.Wide); err != nil && runErr == nil {
-			runErr = err
-		}
+	if !sr.root() {
+		return runErr
+	}
+	fresh := make([]resumed, len(recs))
+	for i := range recs {
+		fresh[i] = resumed{rec: recs[i], index: index[i]}
+	}
+	if err := printRuns(opts, fresh, prior, len(runs)); err != nil && runErr == nil {
+		runErr = err
 	}
 	return runErr
+}
+
+// printRuns writes the exports and prints the runs table of a sweep: the
+// runs it made (fresh, of planned) and those a resumed sweep held
+// (prior). Rounds ran in shuffled orders; the table and the exports list
+// the configurations in the sweep's order, each one's rounds in turn.
+func printRuns(opts *ProfileOptions, fresh, prior []resumed, planned int) error {
+	all := append(slices.Clone(prior), fresh...)
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b resumed) int { return a.index - b.index })
+	recs := make([]profiler.Record, len(all))
+	for i, r := range all {
+		recs[i] = r.rec
+	}
+	if err := writeExports(opts.Trace, opts.Pprof, recs); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("pipecast profile: %d runs", len(recs))
+	if len(fresh) < planned {
+		title = fmt.Sprintf("pipecast profile: %d of %d runs", len(recs), len(prior)+planned)
+	}
+	if rec := recs[0]; rec.Env.Host != "" {
+		title += fmt.Sprintf(" on %s (%d cores, %s)", rec.Env.Host, rec.Env.Cores, rec.Env.CPUModel)
+	}
+	if len(prior) > 0 {
+		title += fmt.Sprintf("; %d of them resumed from %s", len(prior), filepath.Join(opts.Out, "runs.jsonl"))
+	}
+	t := reports.RunsTable(recs, reports.RunsTableOptions{Title: title})
+	return renderTable(opts.IO.Out, t, opts.Output, opts.Wide)
 }
 
 // interferenceKey identifies what CalibrateInterference measures for cfg:

@@ -104,12 +104,41 @@ func TestProfileRounds(t *testing.T) {
 	if lines := len(strings.Split(strings.TrimSpace(out), "\n")); lines != 3 {
 		t.Errorf("csv table of %d lines, want a header and one row per configuration:\n%s", lines, out)
 	}
-	code, _, errOut = run(t, append(args, "--rounds", "4", "--resume")...)
+	code, out, errOut = run(t, append(args, "--rounds", "4", "--resume", "--output", "markdown")...)
 	if code != ExitOK {
 		t.Fatalf("--resume: exit %d: %s", code, errOut)
 	}
 	if recs, _, err = profiler.ReadFile(path, profiler.ReadOptions{}); err != nil || len(recs) != 8 {
 		t.Errorf("after --rounds 4 --resume: %d records, %v; want 8", len(recs), err)
+	}
+	// The table of a resumed sweep is the whole sweep's: the rounds it
+	// held and the ones it ran, one row per configuration of 4 rounds;
+	// with nothing left to run, the same table, and no run.
+	wantRounds := func(when, out string) {
+		t.Helper()
+		var rows []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "|") && strings.Contains(line, "mlp") {
+				rows = append(rows, line)
+			}
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d rows of runs, want one per configuration:\n%s", when, len(rows), out)
+		}
+		for _, row := range rows {
+			if !strings.Contains(row, "| 4 (") {
+				t.Errorf("%s: row %q does not show 4 rounds", when, row)
+			}
+		}
+	}
+	wantRounds("--rounds 4 --resume", out)
+	code, out, errOut = run(t, append(args, "--rounds", "4", "--resume", "--output", "markdown")...)
+	if code != ExitOK || !strings.Contains(errOut, "8 runs done, 0 to run") {
+		t.Fatalf("--resume of a finished sweep: exit %d: %s", code, errOut)
+	}
+	wantRounds("--resume with nothing to run", out)
+	if recs, _, err = profiler.ReadFile(path, profiler.ReadOptions{}); err != nil || len(recs) != 8 {
+		t.Errorf("after a --resume with nothing to run: %d records, %v; want 8", len(recs), err)
 	}
 }
 

@@ -29,40 +29,52 @@ func givenSplit(balance string, bounds []int) string {
 	return fmt.Sprintf("|split %v", bounds)
 }
 
+// resumed is a record a resumed sweep already holds, with the index in
+// the sweep's list of the configuration it ran.
+type resumed struct {
+	rec   profiler.Record
+	index int
+}
+
 // remainingRounds returns, for each configuration of cfgs, the first
 // round of rounds that the dataset at path does not hold a measured
 // record of (rounds + 1 when it holds them all: a configuration's records
-// count as its first rounds, whatever rounds they say), and how many runs
-// it holds that the sweep asks for. A dataset that does not exist holds
-// none; bad lines (a torn last line after a crash) are skipped.
-func remainingRounds(path string, cfgs []config.Config, steps, warmup, rounds int) ([]int, int, error) {
+// count as its first rounds, whatever rounds they say), and the records
+// it holds that the sweep asks for (each configuration's first rounds
+// of them, in the order of the file). A dataset that does not exist
+// holds none; bad lines (a torn last line after a crash) are skipped.
+func remainingRounds(path string, cfgs []config.Config, steps, warmup, rounds int) ([]int, []resumed, error) {
 	first := make([]int, len(cfgs))
 	for i := range first {
 		first[i] = 1
 	}
 	recs, _, err := profiler.ReadFile(path, profiler.ReadOptions{SkipBad: true})
 	if errors.Is(err, fs.ErrNotExist) {
-		return first, 0, nil
+		return first, nil, nil
 	}
 	if err != nil {
-		return nil, 0, &InputError{Err: fmt.Errorf("--resume: %w", err)}
+		return nil, nil, &InputError{Err: fmt.Errorf("--resume: %w", err)}
 	}
-	held := map[string]int{}
+	held := map[string][]int{}
 	for i := range recs {
 		if r := &recs[i]; r.Kind == profiler.KindMeasured {
-			held[runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env))+givenSplit(r.Config.Balance, r.Bounds())]++
+			k := runKey(r.Config, r.Env.Backend, profiler.TransportOf(&r.Env)) + givenSplit(r.Config.Balance, r.Bounds())
+			held[k] = append(held[k], i)
 		}
 	}
-	done := 0
+	var done []resumed
 	for i, c := range cfgs {
 		m, err := c.Describe()
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		rc := c.RecordConfig(m.Config, steps, warmup)
-		n := min(held[runKey(rc, c.Backend, c.Transport)+givenSplit(rc.Balance, c.Bounds)], rounds)
-		first[i] = n + 1
-		done += n
+		kept := held[runKey(rc, c.Backend, c.Transport)+givenSplit(rc.Balance, c.Bounds)]
+		kept = kept[:min(len(kept), rounds)]
+		first[i] = len(kept) + 1
+		for _, j := range kept {
+			done = append(done, resumed{rec: recs[j], index: i})
+		}
 	}
 	return first, done, nil
 }
