@@ -94,9 +94,16 @@ type pool struct {
 
 	// pending counts the current call's ranges that workers have not
 	// finished; the worker that brings it to zero wakes the caller
-	// through done if the caller has parked (waiting).
+	// through done if the caller has parked: waiting holds the number of
+	// the call whose caller parks (calls counts them), 0 while none
+	// does. The number ties a wake-up to its call: a worker that brought
+	// one call's count to zero may look at waiting only after that call
+	// has returned and the next one's caller has parked, and must not
+	// wake it (it would return before its ranges ran, its count off by
+	// one from then on, and a later call could wait forever).
 	pending atomic.Int32
-	waiting atomic.Bool
+	calls   uint32 // the caller's alone, under busy
+	waiting atomic.Uint32
 	done    chan struct{}
 
 	// The first panic of the current call's ranges, kept to be raised
@@ -105,6 +112,11 @@ type pool struct {
 	mu       sync.Mutex
 	panicked bool
 	value    any
+
+	// afterLastRange, when set (by tests, before the first call), runs
+	// on the worker that finished a call's last range, between that and
+	// waking the caller: a test delays the wake-up through it.
+	afterLastRange func()
 }
 
 // slot is one worker's mailbox. fn, lo and hi are written by the caller
@@ -117,6 +129,7 @@ type slot struct {
 	wake     chan struct{} // capacity 1: a wake-up is never lost nor blocks
 	fn       func(lo, hi int)
 	lo, hi   int
+	call     uint32 // the number of the call the range belongs to
 	_        [64]byte
 }
 
@@ -143,9 +156,15 @@ func (p *pool) worker(s *slot) {
 		if s.fn == nil {
 			return
 		}
+		call := s.call
 		p.run(s.fn, s.lo, s.hi)
-		if p.pending.Add(-1) == 0 && p.waiting.Load() && p.waiting.Swap(false) {
-			p.done <- struct{}{}
+		if p.pending.Add(-1) == 0 {
+			if p.afterLastRange != nil {
+				p.afterLastRange()
+			}
+			if p.waiting.CompareAndSwap(call, 0) {
+				p.done <- struct{}{}
+			}
 		}
 	}
 }
@@ -169,8 +188,8 @@ func (s *slot) await(seen uint32) uint32 {
 
 // post hands [lo, hi) of fn (or the order to exit, fn nil) to s's worker,
 // waking it if it has parked, and reports whether it had to.
-func (s *slot) post(fn func(lo, hi int), lo, hi int) (woke bool) {
-	s.fn, s.lo, s.hi = fn, lo, hi
+func (s *slot) post(fn func(lo, hi int), lo, hi int, call uint32) (woke bool) {
+	s.fn, s.lo, s.hi, s.call = fn, lo, hi, call
 	s.seq.Add(1)
 	if s.sleeping.Load() && s.sleeping.Swap(false) {
 		s.wake <- struct{}{}
@@ -212,6 +231,10 @@ func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
 	}
 	defer p.busy.Unlock()
 	p.panicked, p.value = false, nil
+	p.calls++
+	if p.calls == 0 {
+		p.calls = 1 // 0 means no caller waits
+	}
 	p.pending.Store(int32(parts - 1))
 	size, rem := n/parts, n%parts
 	lo, woke := 0, false
@@ -220,7 +243,7 @@ func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
 		if i < rem {
 			hi++
 		}
-		if p.slots[i].post(fn, lo, hi) {
+		if p.slots[i].post(fn, lo, hi, p.calls) {
 			woke = true
 		}
 		lo = hi
@@ -242,8 +265,8 @@ func (p *pool) wait(poll bool) {
 	if poll && spin(func() bool { return p.pending.Load() == 0 }) {
 		return
 	}
-	p.waiting.Store(true)
-	if p.pending.Load() == 0 && p.waiting.Swap(false) {
+	p.waiting.Store(p.calls)
+	if p.pending.Load() == 0 && p.waiting.CompareAndSwap(p.calls, 0) {
 		return
 	}
 	<-p.done
@@ -254,7 +277,7 @@ func (p *pool) close() {
 	p.busy.Lock()
 	defer p.busy.Unlock()
 	for i := range p.slots {
-		p.slots[i].post(nil, 0, 0)
+		p.slots[i].post(nil, 0, 0, 0)
 	}
 	p.wg.Wait()
 }

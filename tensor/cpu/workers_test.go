@@ -394,3 +394,59 @@ func TestParallelPanicReachesCaller(t *testing.T) {
 		t.Errorf("after panics: covered %d of 100", sum.Load())
 	}
 }
+
+// TestParallelLateWakeUp delays the worker that finished a call's last
+// range between finishing it and looking for a parked caller, until the
+// next call's caller has parked: that call must still return only once
+// its own ranges have run, and later calls must neither return early nor
+// wait forever. (A wake-up not tied to its call did both: the late look
+// woke the next call's caller before its worker range ran, which left
+// the count of unfinished ranges off by one, and a later call waited for
+// ever; gemmbench hung so on a 2-core VM.)
+func TestParallelLateWakeUp(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	// The delay falls on the third call, whose caller found the worker
+	// awake (calls in quick succession) and so polls the count rather
+	// than parking: it sees the count reach zero and returns while the
+	// worker sleeps; the fourth call's caller then polls in vain and
+	// parks before the worker looks.
+	var finished, delayed atomic.Int32
+	p.afterLastRange = func() {
+		if finished.Add(1) == 3 {
+			delayed.Add(1)
+			time.Sleep(20 * spinWindow) // longer than a caller polls
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for call := range 50 {
+			visits := make([]atomic.Int32, 2)
+			p.parallel(2, 1, func(lo, hi int) {
+				if lo == 0 && call == 3 {
+					// The worker's range (the caller takes the last)
+					// in the call after the delay outlasts a parked
+					// caller's wake-up.
+					time.Sleep(2 * spinWindow)
+				}
+				for i := lo; i < hi; i++ {
+					visits[i].Add(1)
+				}
+			})
+			for i := range visits {
+				if v := visits[i].Load(); v != 1 {
+					t.Errorf("call %d returned with index %d visited %d times, want once", call, i, v)
+				}
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a call still waits for its workers after 20 s")
+	}
+	if delayed.Load() != 1 {
+		t.Fatal("no worker finished a third call's last range: the delay never ran")
+	}
+}
